@@ -1,0 +1,44 @@
+# The two commands a newcomer needs: `make reproduce` and `make test`. Each creates .venv when it
+# is missing (or when pyproject.toml changed) and installs jaxlab with its test extras.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.jaxlab-installed
+PROFILE ?= quick
+PYTEST_WORKERS ?= 2
+
+.PHONY: reproduce test test-slow bench notebooks lint format clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $(STAMP)
+
+reproduce: $(STAMP)
+	$(BIN)/jaxlab reproduce --profile $(PROFILE)
+
+test: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/python -m pytest -m "not slow" -n $(PYTEST_WORKERS) --durations=15 tests; rc=$$?; \
+	echo "make test: test suite took $$(( $$(date +%s) - start )) s"; exit $$rc
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow tests
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+notebooks: $(STAMP)
+	JAXLAB_NOTEBOOK_PROFILE=quick $(BIN)/python -m jaxlab._src.notebooks notebooks
+
+lint: $(STAMP)
+	$(BIN)/ruff check jaxlab tests benchmarks notebooks
+	$(BIN)/ruff format --check jaxlab tests benchmarks notebooks
+
+format: $(STAMP)
+	$(BIN)/ruff format jaxlab tests benchmarks notebooks
+	$(BIN)/ruff check --fix jaxlab tests benchmarks notebooks
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

@@ -1,0 +1,1 @@
+"""Shared internals: experiment registry, result writing, runner."""

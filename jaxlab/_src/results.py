@@ -1,0 +1,170 @@
+"""Writing results: atomic JSON, PNG figures, provenance, and the REPORT.md table."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import pathlib
+import subprocess
+import tempfile
+from typing import Any
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "atomic_write_text",
+    "git_commit",
+    "jsonable",
+    "read_result",
+    "save_figure",
+    "write_report",
+    "write_result",
+]
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Writes ``text`` to ``path`` through a temporary file and a rename (never half-written)."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def jsonable(value: Any) -> Any:
+    """Converts metrics (numpy/jax scalars and arrays, dataclasses, tuples) to JSON values.
+
+    Non-finite floats become the strings ``"nan"``, ``"inf"``, ``"-inf"`` so the file stays valid
+    JSON.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "__array__") and not isinstance(value, (str, bytes)):
+        arr = np.asarray(value)
+        if arr.ndim == 0:
+            return jsonable(arr.item())
+        return [jsonable(v) for v in arr.tolist()]
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    return str(value)
+
+
+def git_commit() -> str:
+    """The commit of the jaxlab checkout, or ``"unknown"`` outside a git work tree."""
+    here = pathlib.Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 else "unknown"
+
+
+def save_figure(fig: Any, path: str | os.PathLike) -> None:
+    """Saves a matplotlib figure as PNG atomically and closes it."""
+    import matplotlib.pyplot as plt
+
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        plt.close(fig)
+
+
+def write_result(out_dir: str | os.PathLike, record: dict[str, Any]) -> pathlib.Path:
+    """Writes ``record`` as ``<out_dir>/<name>/result.json`` atomically; returns the path."""
+    path = pathlib.Path(out_dir) / record["name"] / "result.json"
+    atomic_write_text(path, json.dumps(jsonable(record), indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def read_result(out_dir: str | os.PathLike, name: str) -> dict[str, Any] | None:
+    """The stored result of ``name`` under ``out_dir``, or None when absent or unreadable."""
+    path = pathlib.Path(out_dir) / name / "result.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def write_report(out_dir: str | os.PathLike, records: list[dict[str, Any]]) -> pathlib.Path:
+    """Writes ``<out_dir>/REPORT.md``: one row per verdict part, with time and figure links."""
+    lines = [
+        "# jaxlab reproduction report",
+        "",
+        "Each row is one part of a paper's central claim, the value measured, and the verdict",
+        "computed from it. Regenerate with `make reproduce` (or `jaxlab reproduce`).",
+        "",
+        "| experiment | profile | claim | measured | verdict | time (s) | figures |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for rec in records:
+        verdict = rec.get("verdict", {})
+        figs = " ".join(f"[{pathlib.Path(f).stem}]({rec['name']}/{f})" for f in rec.get("figures", []))
+        parts = verdict.get("parts") or [
+            {"claim": rec.get("claim", ""), "measured": verdict.get("reason", ""),
+             "status": verdict.get("status", "error")}
+        ]
+        for i, part in enumerate(parts):
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        _cell(rec["name"]) if i == 0 else "",
+                        _cell(rec.get("profile", "")) if i == 0 else "",
+                        _cell(part["claim"]),
+                        _cell(part["measured"]),
+                        "**" + part["status"] + "**",
+                        f"{rec.get('wall_time_s', float('nan')):.1f}" if i == 0 else "",
+                        figs if i == 0 else "",
+                    ]
+                )
+                + " |"
+            )
+    statuses = [rec.get("verdict", {}).get("status", "error") for rec in records]
+    lines += [
+        "",
+        f"Summary: {statuses.count('pass')} pass, {statuses.count('fail')} fail, "
+        f"{statuses.count('error')} error, of {len(records)} experiments.",
+        "",
+    ]
+    path = pathlib.Path(out_dir) / "REPORT.md"
+    atomic_write_text(path, "\n".join(lines))
+    return path

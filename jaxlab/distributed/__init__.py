@@ -1,0 +1,3 @@
+"""Meshes, multi-process launch and collectives."""
+
+__all__: list[str] = []

@@ -1,0 +1,33 @@
+"""Test configuration shared by the whole suite.
+
+Eight simulated CPU devices are configured before any JAX operation, so mesh and shard_map tests
+run on one machine. Rank promotion raises everywhere (silent broadcasting is a bug); strict dtype
+promotion is applied only around jaxlab's own code (see ``tests/batteries.py``), because optax's
+adam and muon promote dtypes internally. float64 is never switched on globally: use the ``x64``
+fixture or ``jax.enable_x64(True)`` as a context manager.
+"""
+
+import os
+
+os.environ.setdefault("JAXLAB_NOTEBOOK_PROFILE", "smoke")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import jax  # noqa: E402
+
+jax.config.update("jax_num_cpu_devices", 8)
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+import pytest  # noqa: E402
+
+NUM_DEVICES = 8
+
+
+@pytest.fixture
+def x64():
+    """Runs the test body with float64 enabled, scoped to that test."""
+    with jax.enable_x64(True):
+        yield
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: quick-profile claim checks (excluded by make test)")
