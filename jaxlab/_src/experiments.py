@@ -59,7 +59,21 @@ class ExperimentConfig:
 
     ``smoke`` runs in seconds and exists to prove the pipeline end to end (no claim is checked at
     that size); ``quick`` is the default and checks the claim in minutes on a 2-core CPU; ``full``
-    is closer to the paper and meant for an accelerator.
+    is closer to the paper and meant for an accelerator. ``register`` checks that all three exist.
+
+    Examples:
+      >>> import dataclasses
+      >>> @dataclasses.dataclass(frozen=True)
+      ... class Config(ExperimentConfig):
+      ...     steps: int = 100
+      ...     @classmethod
+      ...     def smoke(cls): return cls(steps=2)
+      ...     @classmethod
+      ...     def quick(cls): return cls()
+      ...     @classmethod
+      ...     def full(cls): return cls(steps=10_000)
+      >>> Config.for_profile("smoke").steps
+      2
     """
 
     @classmethod
@@ -71,7 +85,12 @@ class ExperimentConfig:
 
 @dataclasses.dataclass(frozen=True)
 class Part:
-    """One half (or third...) of a claim: what the paper says, what we measured, pass or fail."""
+    """One half (or third...) of a claim: what the paper says, what we measured, pass or fail.
+
+    Examples:
+      >>> Part("GD converges", "residual 1e-9", True).as_dict()["status"]
+      'pass'
+    """
 
     claim: str
     measured: str
@@ -86,13 +105,28 @@ class Part:
 
 
 def check(claim: str, measured: str, passed: Any) -> Part:
-    """Builds a verdict part from a measured comparison (``passed`` is cast with ``bool``)."""
+    """Builds a verdict part from a measured comparison (``passed`` is cast with ``bool``).
+
+    Examples:
+      >>> ratio = 1.4
+      >>> check("optimal step needs >= 1.25x fewer iterations", f"ratio {ratio:.2f}", ratio >= 1.25)
+      Part(claim='optimal step needs >= 1.25x fewer iterations', measured='ratio 1.40', passed=True)
+    """
     return Part(claim=claim, measured=measured, passed=bool(passed))
 
 
 @dataclasses.dataclass
 class Result:
-    """What an experiment returns: metrics (JSON-able), verdict parts and matplotlib figures."""
+    """What an experiment returns: metrics (JSON-able), verdict parts and matplotlib figures.
+
+    The verdict is ``pass`` only if every part passes; a result with no parts fails.
+
+    Examples:
+      >>> result = Result(metrics={"ratio": 1.4},
+      ...                 parts=[check("a", "1.4 >= 1.25", True), check("b", "0.9 < 1", False)])
+      >>> result.verdict()["status"]
+      'fail'
+    """
 
     metrics: dict[str, Any]
     parts: list[Part]
@@ -115,14 +149,25 @@ class Result:
 
 
 class Progress(Protocol):
-    """Progress reporting handed to ``run``; the CLI passes a rich progress bar."""
+    """Progress reporting handed to ``run``; the CLI passes a rich progress bar.
+
+    Examples:
+      >>> progress: Progress = NullProgress()
+      >>> sum(progress.track(range(4), total=4, description="chunks"))
+      6
+    """
 
     def track(self, iterable: Iterable[Any], total: int | None = None,
               description: str = "") -> Iterator[Any]: ...
 
 
 class NullProgress:
-    """A progress reporter that reports nothing (tests, notebooks)."""
+    """A progress reporter that reports nothing (tests, notebooks).
+
+    Examples:
+      >>> list(NullProgress().track([1, 2], description="steps"))
+      [1, 2]
+    """
 
     def track(self, iterable, total=None, description=""):
         yield from iterable
@@ -130,7 +175,13 @@ class NullProgress:
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-    """A registered experiment."""
+    """A registered experiment: name, claim, config class and run function.
+
+    Examples:
+      >>> experiment = get("error-feedback")
+      >>> experiment.make_config("smoke") == experiment.config.smoke()
+      True
+    """
 
     name: str
     claim: str
@@ -166,6 +217,28 @@ def register(name: str, *, config: type, claim: str) -> Callable[[Callable], Cal
       name: the hyphenated experiment name of the issue (``error-feedback``).
       config: a frozen dataclass subclassing ``ExperimentConfig``.
       claim: the paper's central claim, quoted or closely paraphrased.
+
+    Returns:
+      A decorator that registers the run function and returns it unchanged.
+
+    Examples:
+      >>> import dataclasses, jax
+      >>> @dataclasses.dataclass(frozen=True)
+      ... class Config(ExperimentConfig):
+      ...     n: int = 3
+      ...     @classmethod
+      ...     def smoke(cls): return cls(n=1)
+      ...     @classmethod
+      ...     def quick(cls): return cls()
+      ...     @classmethod
+      ...     def full(cls): return cls(n=30)
+      >>> @register("doc-example", config=Config, claim="sums are exact")
+      ... def run(config, rng_key, progress):
+      ...     total = sum(progress.track(range(config.n)))
+      ...     return Result({"total": total}, [check("sum", str(total), total == 3)])
+      >>> get("doc-example").run(Config.quick(), jax.random.key(0)).verdict()["status"]
+      'pass'
+      >>> _ = _REGISTRY.pop("doc-example")  # keep the registry to jaxlab's own experiments
     """
     if not name or name != name.lower() or "_" in name or " " in name:
         raise ValueError(f"name must be lower-case and hyphenated, got {name!r}")
@@ -201,7 +274,12 @@ def _load_all() -> None:
 
 
 def names() -> list[str]:
-    """Sorted names of all registered experiments."""
+    """Sorted names of all registered experiments.
+
+    Examples:
+      >>> "error-feedback" in names()
+      True
+    """
     _load_all()
     return sorted(_REGISTRY)
 
@@ -213,7 +291,14 @@ def unknown_name_message(name: str) -> str:
 
 
 def get(name: str) -> Experiment:
-    """The registered experiment ``name``; ``KeyError`` with close matches otherwise."""
+    """The registered experiment ``name``; ``KeyError`` with close matches otherwise.
+
+    Examples:
+      >>> get("error-feedbak")
+      Traceback (most recent call last):
+      ...
+      KeyError: "unknown experiment 'error-feedbak'; did you mean error-feedback? (`jaxlab list` shows all)"
+    """
     _load_all()
     if name not in _REGISTRY:
         raise KeyError(unknown_name_message(name))
