@@ -1,0 +1,679 @@
+"""The shared battery every jaxlab optax transform passes.
+
+How to add a transform: append one ``TransformCase`` to ``TRANSFORM_CASES`` at the bottom of this
+file. ``tests/test_transform_battery.py`` then runs every check in ``CHECKS`` on it, with test ids
+``"<case.name>-<check name>"``. Example::
+
+    TransformCase(
+        name="ef21_sgd",
+        factory=jaxlab.optim.ef21_sgd,  # returns an optax.GradientTransformation
+        hyperparams={"learning_rate": 0.1},  # numbers: injected by optax.inject_hyperparams
+        static={"compressor": jaxlab.optim.top_k(k=2)},  # passed as is, never injected
+        distributed=True,  # the factory takes axis_name=... and calls pmean on it
+    )
+
+Fields of ``TransformCase``:
+
+- ``hyperparams``: the numeric arguments (``jax.typing.ArrayLike`` in the factory). In the
+  ``inject_hyperparams`` check they become traced arrays, so the factory must never branch on
+  them in Python. Note that ``optax.inject_hyperparams`` also injects every *default* numeric
+  argument the case does not pass; an integer that sets a shape (``k`` of top-k, a FIFO length)
+  must therefore be listed in ``static`` with its value.
+- ``static``: everything that is not a traceable number: compressor objects, flags, shape ints.
+- ``distributed``: the factory accepts ``axis_name``. The single-worker checks (no_retrace,
+  inject_hyperparams, multi_steps, dtype, state_structure, eval_shape_init) call it without
+  ``axis_name`` (one worker, no collectives); ``vmap_shard_map`` and ``quadratic`` call it with
+  ``axis_name="workers"`` under ``jax.vmap``/``jax.shard_map`` over 8 workers.
+- ``jaxlab``: the factory call and every ``init``/``update`` run under
+  ``jax.numpy_dtype_promotion("strict")`` (a silent dtype promotion fails the check). Set it to
+  ``False`` only for reference transforms from other libraries (optax's adam and muon promote).
+- ``quadratic_steps``/``quadratic_tol``: the convergence check requires
+  ``f(x_T) <= quadratic_tol * f(x_0)`` after ``quadratic_steps`` steps.
+- ``skip``: names of checks (keys of ``CHECKS``) that do not apply; give the reason in ``notes``.
+
+The checks (each ``check_<name>(case)`` raises ``AssertionError`` with a message on failure):
+
+1. ``no_retrace``: three jitted updates with equal shapes trace once (state dtypes, weak types
+   and structure are stable from ``init`` on).
+2. ``inject_hyperparams``: ``optax.inject_hyperparams(factory)`` gives the same trajectory as the
+   factory under ``jax.jit`` (a Python branch on a hyperparameter fails here).
+3. ``multi_steps``: ``optax.MultiSteps(tx, every_k_schedule=2)`` emits zero, then
+   ``tx.update((g1 + g2) / 2)``.
+4. ``dtype``: bf16 and f32 params/grads give updates, and applied params, of the same dtype.
+5. ``state_structure``: the state keeps its tree structure, shapes and dtypes over three
+   updates, and an update inside ``jax.lax.cond`` works.
+6. ``eval_shape_init``: ``jax.eval_shape(tx.init, ShapeDtypeStructs)`` matches ``tx.init``.
+7. ``vmap_shard_map``: a few steps over 8 workers agree under ``jax.vmap`` and ``jax.shard_map``
+   on an 8-device mesh.
+8. ``quadratic``: converges on a separable quadratic with curvatures in [0.5, 2].
+
+All data use fixed small shapes (a dict with a (4, 3) matrix and a (3,) vector) so that compile
+time stays small; the whole battery on one case takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import math
+import types
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax.sharding import NamedSharding, PartitionSpec
+
+__all__ = [
+    "AXIS_NAME",
+    "CHECKS",
+    "CHECK_NAMES",
+    "NUM_WORKERS",
+    "REFERENCE_CASES",
+    "TRANSFORM_CASES",
+    "TransformCase",
+    "make_transform",
+    "run_check",
+]
+
+AXIS_NAME = "workers"
+NUM_WORKERS = 8
+CHECK_NAMES = (
+    "no_retrace",
+    "inject_hyperparams",
+    "multi_steps",
+    "dtype",
+    "state_structure",
+    "eval_shape_init",
+    "vmap_shard_map",
+    "quadratic",
+)
+
+# Fixed shapes: a matrix leaf (muon-style transforms act on 2-D leaves) and a vector leaf.
+_SHAPES = {"b": (3,), "w": (4, 3)}
+# Steps of the trajectory comparisons (inject, vmap/shard_map): enough to exercise the state.
+_TRAJECTORY_STEPS = 4
+# Same computation along two code paths (XLA may fuse differently): a few float32 ulps apart.
+_RTOL = 1e-5
+_ATOL = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformCase:
+    """One optax transform and the arguments the battery builds it with (see module docstring)."""
+
+    name: str
+    factory: Callable[..., optax.GradientTransformation]
+    hyperparams: Mapping[str, float]
+    static: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    distributed: bool = False
+    jaxlab: bool = True
+    quadratic_steps: int = 300
+    quadratic_tol: float = 1e-2
+    skip: frozenset[str] = frozenset()
+    notes: str = ""
+
+    def __post_init__(self):
+        if not self.name or not isinstance(self.name, str):
+            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
+        if not callable(self.factory):
+            raise TypeError(f"{self.name}: factory must be callable, got {self.factory!r}")
+        for key, value in self.hyperparams.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(
+                    f"{self.name}: hyperparams[{key!r}] must be a Python int or float (it is "
+                    f"injected as an array); put non-numeric arguments in static, got {value!r}"
+                )
+        overlap = set(self.hyperparams) & set(self.static)
+        if overlap:
+            raise ValueError(f"{self.name}: {sorted(overlap)} in both hyperparams and static")
+        if "axis_name" in self.hyperparams or "axis_name" in self.static:
+            raise ValueError(
+                f"{self.name}: do not pass axis_name; set distributed=True and the battery "
+                f"passes axis_name={AXIS_NAME!r} where workers exist"
+            )
+        unknown = set(self.skip) - set(CHECK_NAMES)
+        if unknown:
+            raise ValueError(f"{self.name}: skip has {sorted(unknown)}, allowed {CHECK_NAMES}")
+        if self.skip and not self.notes.strip():
+            raise ValueError(f"{self.name}: skip is non-empty, so notes must give the reason")
+        if not isinstance(self.quadratic_steps, int) or self.quadratic_steps < 1:
+            raise ValueError(f"{self.name}: quadratic_steps must be an int >= 1")
+        if not 0.0 < self.quadratic_tol < 1.0:
+            raise ValueError(f"{self.name}: quadratic_tol must lie in (0, 1)")
+        # Freeze the mappings so a case cannot be changed after registration.
+        object.__setattr__(self, "hyperparams", types.MappingProxyType(dict(self.hyperparams)))
+        object.__setattr__(self, "static", types.MappingProxyType(dict(self.static)))
+        object.__setattr__(self, "skip", frozenset(self.skip))
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# --------------------------------------------------------------------------------------------
+# Building a case's transform.
+
+
+@contextlib.contextmanager
+def _strict_promotion(case: TransformCase, where: str) -> Iterator[None]:
+    """Strict dtype promotion for jaxlab's own code, a promotion reported as a test failure."""
+    if not case.jaxlab:
+        yield
+        return
+    try:
+        with jax.numpy_dtype_promotion("strict"):
+            yield
+    except jax.dtypes.TypePromotionError as err:
+        raise AssertionError(
+            f"{case.name}: {where} relies on an implicit dtype promotion, which jaxlab transforms "
+            f"must not do (jax_numpy_dtype_promotion='strict' rejected it; cast explicitly): "
+            f"{err}"
+        ) from err
+
+
+def _strict_transform(
+    case: TransformCase, tx: optax.GradientTransformation
+) -> optax.GradientTransformationExtraArgs:
+    tx = optax.with_extra_args_support(tx)
+
+    def init(params):
+        with _strict_promotion(case, "init"):
+            return tx.init(params)
+
+    def update(updates, state, params=None, **extra_args):
+        with _strict_promotion(case, "update"):
+            return tx.update(updates, state, params, **extra_args)
+
+    return optax.GradientTransformationExtraArgs(init, update)
+
+
+def _case_factory(case: TransformCase) -> Callable[..., optax.GradientTransformation]:
+    if not case.jaxlab:
+        return case.factory
+
+    # functools.wraps keeps the signature, which inject_hyperparams inspects.
+    @functools.wraps(case.factory)
+    def factory(*args, **kwargs):
+        with _strict_promotion(case, "the factory"):
+            tx = case.factory(*args, **kwargs)
+        return _strict_transform(case, tx)
+
+    return factory
+
+
+def make_transform(
+    case: TransformCase, *, inject: bool = False, axis_name: str | None = None
+) -> optax.GradientTransformationExtraArgs:
+    """Builds ``case``'s transform as the battery runs it.
+
+    ``factory(**hyperparams, **static)``, plus ``axis_name`` for a distributed case when one is
+    given; with ``inject=True`` the factory is wrapped in ``optax.inject_hyperparams`` (static
+    arguments declared static). For ``case.jaxlab`` the factory call and every ``init``/
+    ``update`` run under strict dtype promotion.
+
+    Args:
+      case: the registered case.
+      inject: wrap the factory in ``optax.inject_hyperparams``.
+      axis_name: the worker axis, passed only to distributed cases.
+
+    Returns:
+      The transform, with extra-args support.
+
+    Examples:
+      >>> case = REFERENCE_CASES[0]
+      >>> tx = make_transform(case)
+      >>> state = tx.init({"w": jnp.zeros(2)})
+    """
+    kwargs = {**case.hyperparams, **case.static}
+    if case.distributed and axis_name is not None:
+        kwargs["axis_name"] = axis_name
+    factory = _case_factory(case)
+    if inject:
+        static_names = [k for k in kwargs if k not in case.hyperparams]
+        factory = optax.inject_hyperparams(factory, static_args=static_names)
+    return optax.with_extra_args_support(factory(**kwargs))
+
+
+# --------------------------------------------------------------------------------------------
+# Fixed small data.
+
+
+def _tree(seed: int, dtype=jnp.float32, scale: float = 1.0) -> dict[str, jax.Array]:
+    key = jax.random.key(seed)
+    keys = dict(zip(_SHAPES, jax.random.split(key, len(_SHAPES)), strict=True))
+    return {
+        name: (scale * jax.random.normal(keys[name], shape, jnp.float32)).astype(dtype)
+        for name, shape in _SHAPES.items()
+    }
+
+
+def _grad_sequence(seed: int, steps: int, dtype=jnp.float32) -> dict[str, jax.Array]:
+    """``steps`` different gradients stacked on a leading axis."""
+    trees = [_tree(seed + 1000 * (i + 1), dtype) for i in range(steps)]
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)
+
+
+def _abstract(tree) -> list[tuple[str, tuple[int, ...], Any, bool]]:
+    """(path, shape, dtype, weak_type) of each leaf."""
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    out = []
+    for path, leaf in leaves:
+        aval = leaf if isinstance(leaf, jax.ShapeDtypeStruct) else jax.typeof(leaf)
+        weak = bool(getattr(aval, "weak_type", False))
+        out.append((jax.tree_util.keystr(path), tuple(aval.shape), aval.dtype, weak))
+    return out
+
+
+def _describe_differences(first, second, *, weak_type: bool = False) -> str:
+    lines = []
+    s1, s2 = jax.tree.structure(first), jax.tree.structure(second)
+    if s1 != s2:
+        return f"tree structure changed:\n  before: {s1}\n  after:  {s2}"
+    for (path, shape1, dtype1, weak1), (_, shape2, dtype2, weak2) in zip(
+        _abstract(first), _abstract(second), strict=True
+    ):
+        if shape1 != shape2 or dtype1 != dtype2 or (weak_type and weak1 != weak2):
+            w1 = ", weak" if weak1 else ""
+            w2 = ", weak" if weak2 else ""
+            lines.append(f"  {path}: {dtype1}{list(shape1)}{w1} -> {dtype2}{list(shape2)}{w2}")
+    return "\n".join(lines)
+
+
+def _comparable(leaf) -> np.ndarray:
+    if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+        leaf = jax.random.key_data(leaf)
+    return np.asarray(leaf.astype(jnp.float32) if leaf.dtype == jnp.bfloat16 else leaf)
+
+
+def _assert_trees_close(actual, desired, what: str, rtol: float = _RTOL, atol: float = _ATOL):
+    s1, s2 = jax.tree.structure(actual), jax.tree.structure(desired)
+    assert s1 == s2, f"{what}: tree structures differ:\n  {s1}\n  {s2}"
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(actual)[0]]
+    for path, a, d in zip(paths, jax.tree.leaves(actual), jax.tree.leaves(desired), strict=True):
+        a, d = _comparable(a), _comparable(d)
+        if np.issubdtype(a.dtype, np.inexact):
+            np.testing.assert_allclose(a, d, rtol=rtol, atol=atol, err_msg=f"{what}: {path}")
+        else:
+            np.testing.assert_array_equal(a, d, err_msg=f"{what}: {path}")
+
+
+def _scan_trajectory(tx: optax.GradientTransformation, params, state, grads_seq):
+    """Params after each of the stacked gradients in ``grads_seq``, and the final state."""
+
+    def body(carry, grads):
+        params, state = carry
+        updates, state = tx.update(grads, state, params)
+        params = optax.apply_updates(params, updates)
+        return (params, state), params
+
+    (_, state), trajectory = jax.lax.scan(body, (params, state), grads_seq)
+    return trajectory, state
+
+
+# --------------------------------------------------------------------------------------------
+# The checks.
+
+
+def check_no_retrace(case: TransformCase) -> None:
+    """Three jitted updates with the same shapes trace once.
+
+    Examples:
+      >>> check_no_retrace(REFERENCE_CASES[0])
+    """
+    tx = make_transform(case)
+    traces = []
+
+    def step(params, state, grads):
+        traces.append(None)  # runs once per trace, never at execution
+        updates, state = tx.update(grads, state, params)
+        return optax.apply_updates(params, updates), state
+
+    jitted = jax.jit(step)
+    params = _tree(0)
+    state0 = state = tx.init(params)
+    states = [state0]
+    for i in range(3):
+        params, state = jitted(params, state, _tree(i + 1))
+        states.append(state)
+    if len(traces) != 1:
+        diffs = [_describe_differences(states[i], states[i + 1], weak_type=True) for i in range(3)]
+        detail = "\n".join(f" step {i + 1}:\n{d}" for i, d in enumerate(diffs) if d)
+        raise AssertionError(
+            f"{case.name}: jitted update traced {len(traces)} times in 3 calls with equal "
+            f"shapes (expected 1); the state's dtypes, weak types or structure change:\n{detail}"
+        )
+
+
+def check_inject_hyperparams(case: TransformCase) -> None:
+    """``optax.inject_hyperparams(factory)`` follows the same trajectory under jit.
+
+    Examples:
+      >>> check_inject_hyperparams(REFERENCE_CASES[0])
+    """
+    params = _tree(0)
+    grads_seq = _grad_sequence(1, _TRAJECTORY_STEPS)
+    run = jax.jit(_scan_trajectory, static_argnums=0)
+
+    plain = make_transform(case)
+    expected, _ = run(plain, params, plain.init(params), grads_seq)
+    try:
+        injected = make_transform(case, inject=True)
+        actual, inj_state = run(injected, params, injected.init(params), grads_seq)
+    except AssertionError:
+        raise
+    except Exception as err:
+        raise AssertionError(
+            f"{case.name}: optax.inject_hyperparams(factory)(**hyperparams) fails under jax.jit "
+            f"(a hyperparameter is a traced array there: never branch on it in Python, use "
+            f"jnp.where/lax.cond, or make the argument static): {type(err).__name__}: {err}"
+        ) from err
+    missing = set(case.hyperparams) - set(inj_state.hyperparams)
+    assert not missing, f"{case.name}: inject_hyperparams did not inject {sorted(missing)}"
+    _assert_trees_close(
+        actual, expected, f"{case.name}: inject_hyperparams trajectory differs from the factory's"
+    )
+
+
+def check_multi_steps(case: TransformCase) -> None:
+    """Under ``optax.MultiSteps(every_k_schedule=2)`` two mini-steps equal one mean step.
+
+    Examples:
+      >>> check_multi_steps(REFERENCE_CASES[0])
+    """
+    tx = make_transform(case)
+    multi = optax.MultiSteps(tx, every_k_schedule=2)
+
+    @jax.jit
+    def run(params, g1, g2):
+        state = multi.init(params)
+        first, state = multi.update(g1, state, params)
+        params1 = optax.apply_updates(params, first)
+        second, _ = multi.update(g2, state, params1)
+        mean = jax.tree.map(lambda a, b: (a + b) / 2, g1, g2)
+        expected, _ = tx.update(mean, tx.init(params), params)
+        return first, second, expected
+
+    try:
+        first, second, expected = run(_tree(0), _tree(1), _tree(2))
+    except AssertionError:
+        raise
+    except Exception as err:
+        raise AssertionError(
+            f"{case.name}: optax.MultiSteps(tx, every_k_schedule=2) fails (it runs update "
+            f"inside lax.cond and jnp.where's old and new inner states, so the state must keep "
+            f"its structure): {type(err).__name__}: {err}"
+        ) from err
+    for path, leaf in jax.tree_util.tree_flatten_with_path(first)[0]:
+        assert np.all(np.asarray(leaf) == 0), (
+            f"{case.name}: MultiSteps' first mini-step update is not zero at "
+            f"{jax.tree_util.keystr(path)}: {leaf}"
+        )
+    _assert_trees_close(
+        second,
+        expected,
+        f"{case.name}: MultiSteps' second mini-step update != tx.update((g1 + g2) / 2)",
+    )
+
+
+def check_dtype(case: TransformCase) -> None:
+    """Updates and applied params keep the params' dtype (bf16 and f32).
+
+    Examples:
+      >>> check_dtype(REFERENCE_CASES[0])
+    """
+    tx = make_transform(case)
+
+    @jax.jit
+    def two_steps(params, g1, g2):
+        state = tx.init(params)
+        u1, state = tx.update(g1, state, params)
+        p1 = optax.apply_updates(params, u1)
+        u2, state = tx.update(g2, state, p1)
+        p2 = optax.apply_updates(p1, u2)
+        return [u1, u2], [p1, p2]
+
+    for dtype in (jnp.bfloat16, jnp.float32):
+        params = _tree(0, dtype)
+        updates, new_params = two_steps(params, _tree(1, dtype), _tree(2, dtype))
+        for step in range(2):
+            for what, tree in (("update", updates[step]), ("applied params", new_params[step])):
+                for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+                    where = f"{case.name}: {dtype.__name__} params, step {step + 1}, {what}"
+                    where += f" {jax.tree_util.keystr(path)}"
+                    assert leaf.dtype == dtype, (
+                        f"{where} has dtype {leaf.dtype}, not {dtype.__name__}"
+                    )
+                    assert np.all(np.isfinite(_comparable(leaf))), f"{where} is not finite"
+
+
+def check_state_structure(case: TransformCase) -> None:
+    """The state keeps structure, shapes and dtypes; an update inside ``lax.cond`` works.
+
+    Examples:
+      >>> check_state_structure(REFERENCE_CASES[0])
+    """
+    tx = make_transform(case)
+    params = _tree(0)
+    grads = [_tree(i + 1) for i in range(3)]
+
+    @jax.jit
+    def three_steps(params, grads):
+        states = [tx.init(params)]
+        for g in grads:
+            states.append(tx.update(g, states[-1], params)[1])
+        return states
+
+    try:
+        states = three_steps(params, grads)
+    except AssertionError:
+        raise
+    except Exception as err:
+        # Probably the update cannot read the state it returned itself.
+        raise AssertionError(
+            f"{case.name}: three updates, each on the previous one's state, fail: "
+            f"{type(err).__name__}: {err}"
+        ) from err
+    for step in range(1, 4):
+        diff = _describe_differences(states[0], states[step])
+        assert not diff, f"{case.name}: the state after update {step} differs from init's:\n{diff}"
+
+    @jax.jit
+    def maybe_update(pred, state, grads, params):
+        return jax.lax.cond(pred, lambda s: tx.update(grads, s, params)[1], lambda s: s, state)
+
+    try:
+        updated = maybe_update(True, states[0], grads[0], params)
+        kept = maybe_update(False, states[0], grads[0], params)
+    except AssertionError:
+        raise
+    except Exception as err:
+        raise AssertionError(
+            f"{case.name}: jax.lax.cond(pred, update, identity, state) fails: "
+            f"{type(err).__name__}: {err}"
+        ) from err
+    _assert_trees_close(updated, states[1], f"{case.name}: state from the lax.cond update branch")
+    _assert_trees_close(kept, states[0], f"{case.name}: state from the lax.cond identity branch")
+
+
+def check_eval_shape_init(case: TransformCase) -> None:
+    """``jax.eval_shape(tx.init, ShapeDtypeStructs)`` works and matches ``tx.init(params)``.
+
+    Examples:
+      >>> check_eval_shape_init(REFERENCE_CASES[0])
+    """
+    tx = make_transform(case)
+    for dtype in (jnp.float32, jnp.bfloat16):
+        params = _tree(0, dtype)
+        shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), params)
+        try:
+            abstract = jax.eval_shape(tx.init, shapes)
+        except AssertionError:
+            raise
+        except Exception as err:
+            raise AssertionError(
+                f"{case.name}: jax.eval_shape(tx.init, ShapeDtypeStructs) fails ({dtype.__name__}"
+                f" params), so init needs concrete values: {type(err).__name__}: {err}"
+            ) from err
+        diff = _describe_differences(abstract, tx.init(params))
+        assert not diff, (
+            f"{case.name}: eval_shape(tx.init) and tx.init disagree ({dtype.__name__}):\n{diff}"
+        )
+
+
+def check_vmap_shard_map(case: TransformCase) -> None:
+    """8 workers give the same results under ``jax.vmap`` and ``jax.shard_map``.
+
+    Examples:
+      >>> check_vmap_shard_map(REFERENCE_CASES[0])  # doctest: +SKIP
+    """
+    if jax.device_count() < NUM_WORKERS:
+        pytest.skip(f"needs {NUM_WORKERS} devices (tests/conftest.py simulates them on CPU)")
+    axis_name = AXIS_NAME if case.distributed else None
+
+    def worker(params, grads_seq):
+        tx = make_transform(case, axis_name=axis_name)
+        return _scan_trajectory(tx, params, tx.init(params), grads_seq)
+
+    # Same start on every worker, different gradients.
+    params = jax.tree.map(lambda x: jnp.broadcast_to(x, (NUM_WORKERS, *x.shape)), _tree(0))
+    grads = jax.tree.map(
+        lambda *leaves: jnp.stack(leaves),
+        *[_grad_sequence(10 * (w + 1), _TRAJECTORY_STEPS) for w in range(NUM_WORKERS)],
+    )
+    by_vmap = jax.jit(jax.vmap(worker, axis_name=AXIS_NAME))(params, grads)
+
+    mesh = jax.make_mesh((NUM_WORKERS,), (AXIS_NAME,))
+
+    def per_device(params, grads):
+        squeeze = functools.partial(jax.tree.map, lambda x: x[0])
+        out = worker(squeeze(params), squeeze(grads))
+        return jax.tree.map(lambda x: x[None], out)
+
+    spec = PartitionSpec(AXIS_NAME)
+    sharded = jax.shard_map(per_device, mesh=mesh, in_specs=(spec, spec), out_specs=spec)
+    # One worker per device (make_mesh's axes are Explicit: inputs must carry the sharding).
+    params, grads = jax.device_put((params, grads), NamedSharding(mesh, spec))
+    try:
+        by_shard_map = jax.jit(sharded)(params, grads)
+    except AssertionError:
+        raise
+    except Exception as err:
+        raise AssertionError(
+            f"{case.name}: the per-worker loop fails under jax.shard_map over {NUM_WORKERS} "
+            f"devices (it runs under vmap): {type(err).__name__}: {err}"
+        ) from err
+    _assert_trees_close(
+        by_shard_map,
+        by_vmap,
+        f"{case.name}: (trajectory, final state) under shard_map != under vmap",
+        rtol=1e-6,
+        atol=1e-6,
+    )
+
+
+def check_quadratic(case: TransformCase) -> None:
+    """Converges on ``f(x) = 0.5 * sum(h * (x - x*)^2)``, ``h`` in [0.5, 2].
+
+    A distributed case runs over 8 workers under ``jax.vmap`` with the worker axis; worker ``i``
+    sees the gradient of ``c_i * f`` (same minimiser, ``c_i`` in [0.5, 1.5]) and every worker's
+    final ``f`` must meet the tolerance.
+
+    Examples:
+      >>> check_quadratic(REFERENCE_CASES[0])
+    """
+    keys_h = jax.random.split(jax.random.key(7), len(_SHAPES))
+    curvature = {
+        name: jax.random.uniform(k, shape, jnp.float32, 0.5, 2.0)
+        for k, (name, shape) in zip(keys_h, _SHAPES.items(), strict=True)
+    }
+    optimum = _tree(8)
+    start = jax.tree.map(jnp.zeros_like, optimum)
+
+    def loss(params):
+        terms = jax.tree.map(
+            lambda h, x, o: 0.5 * jnp.sum(h * (x - o) ** 2), curvature, params, optimum
+        )
+        return sum(jax.tree.leaves(terms))
+
+    def descend(params, scale, axis_name):
+        tx = make_transform(case, axis_name=axis_name)
+
+        def body(_, carry):
+            params, state = carry
+            grads = jax.tree.map(lambda g: scale * g, jax.grad(loss)(params))
+            updates, state = tx.update(grads, state, params)
+            return optax.apply_updates(params, updates), state
+
+        params, _ = jax.lax.fori_loop(0, case.quadratic_steps, body, (params, tx.init(params)))
+        return params
+
+    if case.distributed:
+        scales = jnp.linspace(0.5, 1.5, NUM_WORKERS, dtype=jnp.float32)
+        starts = jax.tree.map(lambda x: jnp.broadcast_to(x, (NUM_WORKERS, *x.shape)), start)
+        run = jax.vmap(functools.partial(descend, axis_name=AXIS_NAME), axis_name=AXIS_NAME)
+        finals = jax.jit(run)(starts, scales)
+        final_losses = jax.vmap(loss)(finals)
+    else:
+        finals = jax.jit(functools.partial(descend, axis_name=None))(start, jnp.float32(1.0))
+        final_losses = loss(finals)[None]
+    ratio = float(jnp.max(final_losses) / loss(start))
+    assert math.isfinite(ratio) and ratio <= case.quadratic_tol, (
+        f"{case.name}: after {case.quadratic_steps} steps on the quadratic, f(x_T)/f(x_0) = "
+        f"{ratio:.3g} > quadratic_tol = {case.quadratic_tol:g} (hyperparams "
+        f"{dict(case.hyperparams)})"
+    )
+
+
+CHECKS: dict[str, Callable[[TransformCase], None]] = {
+    "no_retrace": check_no_retrace,
+    "inject_hyperparams": check_inject_hyperparams,
+    "multi_steps": check_multi_steps,
+    "dtype": check_dtype,
+    "state_structure": check_state_structure,
+    "eval_shape_init": check_eval_shape_init,
+    "vmap_shard_map": check_vmap_shard_map,
+    "quadratic": check_quadratic,
+}
+assert tuple(CHECKS) == CHECK_NAMES
+
+
+def run_check(case: TransformCase, check: str) -> None:
+    """Runs ``CHECKS[check]`` on ``case``, or skips it with ``case.notes`` if listed in skip.
+
+    Examples:
+      >>> run_check(REFERENCE_CASES[0], "eval_shape_init")
+    """
+    if check in case.skip:
+        pytest.skip(f"{case.name} skips {check}: {case.notes}")
+    CHECKS[check](case)
+
+
+# --------------------------------------------------------------------------------------------
+# Registries.
+
+# Reference transforms from optax: the battery's own test (tests/test_batteries.py) shows every
+# check passes on them. optax promotes dtypes internally, hence jaxlab=False.
+REFERENCE_CASES: list[TransformCase] = [
+    TransformCase(
+        name="optax_adam",
+        factory=optax.adam,
+        hyperparams={"learning_rate": 0.05, "b1": 0.9, "b2": 0.999},
+        jaxlab=False,
+    ),
+    TransformCase(
+        name="optax_muon",
+        factory=optax.contrib.muon,
+        # Muon's orthogonalised step has spectral norm ~learning_rate, so the iterate ends
+        # within ~learning_rate of the optimum: 0.02 puts f(x_T) far below 1e-2 * f(x_0).
+        hyperparams={"learning_rate": 0.02, "beta": 0.9},
+        jaxlab=False,
+        notes="2-D leaves get Newton-Schulz orthogonalised momentum, the vector leaf adam.",
+    ),
+]
+
+# jaxlab's transforms: append one TransformCase per public transform (see module docstring).
+TRANSFORM_CASES: list[TransformCase] = []
