@@ -677,3 +677,42 @@ REFERENCE_CASES: list[TransformCase] = [
 
 # jaxlab's transforms: append one TransformCase per public transform (see module docstring).
 TRANSFORM_CASES: list[TransformCase] = []
+
+# Error feedback, issue 3 (jaxlab/optim/_error_feedback.py): EF and EF21 with top-k, EF with
+# scaled sign and EF21 with rand-k (random: the per-worker key folding is exercised under vmap
+# and shard_map). Compressors are static (hashable objects; a compressor is callable, so
+# inject_hyperparams must not take it for a schedule).
+from jaxlab import optim as _optim  # noqa: E402
+
+TRANSFORM_CASES += [
+    TransformCase(
+        name="error_feedback_top_k",
+        factory=_optim.error_feedback,
+        hyperparams={"learning_rate": 0.1},
+        static={"compressor": _optim.top_k(ratio=0.5)},
+        distributed=True,
+    ),
+    TransformCase(
+        name="error_feedback_scaled_sign",
+        factory=_optim.error_feedback,
+        hyperparams={"learning_rate": 0.1},
+        static={"compressor": _optim.scaled_sign()},
+        distributed=True,
+    ),
+    TransformCase(
+        name="error_feedback_21_top_k",
+        factory=_optim.error_feedback_21,
+        hyperparams={"learning_rate": 0.1},
+        static={"compressor": _optim.top_k(ratio=0.5)},
+        distributed=True,
+    ),
+    TransformCase(
+        name="error_feedback_21_rand_k",
+        factory=_optim.error_feedback_21,
+        hyperparams={"learning_rate": 0.1},
+        static={"compressor": _optim.rand_k(ratio=0.5), "seed": 7},
+        distributed=True,
+    ),
+]
+
+

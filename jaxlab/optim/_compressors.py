@@ -1,0 +1,780 @@
+"""Compression operators for communication-efficient distributed optimisation.
+
+A compressor ``C`` maps a vector to a cheaper-to-send vector. It is *alpha-contractive* when
+
+    E ||C(v) - v||^2 <= (1 - alpha) ||v||^2      for every v,
+
+with the expectation over the compressor's randomness (none for deterministic ones). ``alpha`` is
+Richtarik et al.'s contraction parameter; the tight-analysis paper writes ``epsilon = 1 - alpha``
+(the distortion). An unbiased compressor ``Q`` (``E Q(v) = v``) with variance
+``E ||Q(v) - v||^2 <= omega ||v||^2`` becomes contractive with ``alpha = 1 / (1 + omega)`` after
+rescaling by ``1 / (1 + omega)``; :func:`rand_k` with ``unbiased=True`` and
+:func:`natural_compression` are rescaled that way, so every compressor here is contractive and can
+be used by error feedback.
+
+Every compressor is an odd map, ``C(-v) = -C(v)`` (the random ones with the same key), which is
+what lets :func:`jaxlab.optim.error_feedback` put the learning rate inside the compressed quantity.
+
+Compressors are frozen dataclasses: hashable and compared by value, so they can be static
+arguments of ``jax.jit`` and of ``optax.inject_hyperparams`` (list ``"compressor"`` in
+``static_args``: a compressor is callable, and ``inject_hyperparams`` would otherwise take it for a
+schedule). Their numeric parameters (``k``, ``ratio``, ``epsilon``, ...) are static Python numbers.
+
+Bits are counted for one message with 32-bit floats (:data:`FLOAT_BITS`) and
+``ceil(log2(d))``-bit coordinate indices, whatever the array's dtype.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = [
+    "Compressor",
+    "block_top_k",
+    "identity",
+    "natural_compression",
+    "rand_k",
+    "rotation_compressor",
+    "scaled_sign",
+    "top_k",
+]
+
+# Bits of one transmitted value: messages are counted as float32 whatever the dtype computed in.
+FLOAT_BITS = 32
+# Natural compression sends a sign and an 8-bit exponent per coordinate (Horvath et al. 2019).
+_NATURAL_BITS = 9
+# Variance of natural compression: sup over a in [1, 2) of (a - 1)(2 - a) / a^2, at a = 4/3.
+_NATURAL_OMEGA = 1.0 / 8.0
+_SCOPES = ("leaf", "global")
+# block_top_k selects by k rounds of reductions up to this k, by a row-wise lax.top_k beyond.
+_BLOCK_ITERATIVE_MAX_K = 8
+
+
+def _index_bits(dim: int) -> int:
+    """Bits of one coordinate index among ``dim``: ``ceil(log2(dim))``."""
+    return max(0, int(dim) - 1).bit_length()
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _accumulation_dtype(dtype) -> Any:
+    """Sums of low-precision values accumulate in float32 (float64 stays float64)."""
+    return jnp.float64 if jnp.dtype(dtype) == jnp.float64 else jnp.float32
+
+
+def _check_vector(v: jax.Array) -> jax.Array:
+    v = jnp.asarray(v)
+    if v.ndim != 1:
+        raise ValueError(f"v must be a flat 1-D vector, got shape {v.shape}")
+    if not jnp.issubdtype(v.dtype, jnp.floating):
+        raise TypeError(f"v must have a floating dtype, got {v.dtype}")
+    return v
+
+
+def _k_from(k: int | None, ratio: float | None, dim: int) -> int:
+    """The number of kept coordinates for a ``dim``-vector; ``ValueError`` if ``k > dim``."""
+    if k is not None:
+        if k > dim:
+            raise ValueError(
+                f"k must lie in (0, d] = (0, {dim}] for a vector of size {dim}, got {k}"
+            )
+        return int(k)
+    # Rounded first so that e.g. ratio 0.07 of 100 keeps 7 coordinates, not ceil(7.000000000000001).
+    return max(1, math.ceil(round(ratio * dim, 6)))
+
+
+def _check_k_ratio(k: Any, ratio: Any) -> None:
+    if (k is None) == (ratio is None):
+        raise ValueError(f"pass exactly one of k and ratio, got k={k!r}, ratio={ratio!r}")
+    if k is not None:
+        if not _is_int(k):
+            raise TypeError(f"k must be an int in (0, d], got {k!r}")
+        if k <= 0:
+            raise ValueError(f"k must lie in (0, d], got {k}")
+    else:
+        if not _is_real(ratio):
+            raise TypeError(f"ratio must be a number in (0, 1], got {ratio!r}")
+        if not 0.0 < ratio <= 1.0:
+            raise ValueError(f"ratio must lie in (0, 1], got {ratio}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Compressor:
+    """A (possibly random) compression operator with its contraction parameter and bit cost.
+
+    Subclasses implement :meth:`compress` on a flat vector, :meth:`alpha` and :meth:`bits`; the
+    base class applies the operator to pytrees: with ``scope="leaf"`` each leaf is flattened and
+    compressed on its own (leaf ``i`` with the key ``jax.random.fold_in(rng_key, i)``), with
+    ``scope="global"`` all leaves are concatenated into one vector, compressed once and split
+    back. The whole-tree message then satisfies
+    ``E ||C(x) - x||^2 <= (1 - tree_alpha(x)) ||x||^2``.
+
+    Create compressors with the factories (:func:`top_k`, :func:`rand_k`, :func:`scaled_sign`,
+    :func:`natural_compression`, :func:`rotation_compressor`, :func:`block_top_k`,
+    :func:`identity`); subclass (as a frozen dataclass) to add one.
+
+    Attributes:
+      name: the factory's name, e.g. ``"top_k"``.
+      deterministic: ``True`` when the operator uses no randomness (its ``alpha`` then holds for
+        every vector, not only in expectation).
+      scope: ``"leaf"`` or ``"global"``, see above.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from jaxlab.optim import top_k
+      >>> compressor = top_k(ratio=0.5)
+      >>> compressor.name, compressor.deterministic, compressor.alpha(4)
+      ('top_k', True, 0.5)
+      >>> compressor({"w": jnp.array([[1.0, -3.0], [0.5, 2.0]])})["w"]
+      Array([[ 0., -3.],
+             [ 0.,  2.]], dtype=float32)
+
+    References:
+      D. Berg Thomsen, A. Taylor, A. Dieuleveut, "A Tight Theory of Error Feedback Algorithms in
+      Distributed Optimization", ICML 2026 (arXiv 2605.31594).
+    """
+
+    name: ClassVar[str] = "compressor"
+    deterministic: ClassVar[bool] = True
+
+    scope: str = "leaf"
+
+    def __post_init__(self):
+        if self.scope not in _SCOPES:
+            raise ValueError(f"scope must be one of {_SCOPES}, got {self.scope!r}")
+
+    def __repr__(self) -> str:
+        args = []
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is not None and field.name != "scope":
+                args.append(f"{field.name}={value!r}")
+        args.append(f"scope={self.scope!r}")
+        return f"{self.name}({', '.join(args)})"
+
+    # -- the operator on one flat vector ---------------------------------------------------------
+
+    def compress(self, v: jax.Array, rng_key: jax.Array | None = None) -> jax.Array:
+        """Compresses a flat 1-D vector ``v``; the result has ``v``'s shape and dtype."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement compress")
+
+    def alpha(self, dim: int) -> float:
+        """The contraction parameter alpha in (0, 1] for a ``dim``-vector (1 - the distortion)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement alpha")
+
+    def bits(self, dim: int) -> int:
+        """Bits of one compressed message of a ``dim``-vector (32-bit values, see the module)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement bits")
+
+    def omega(self, dim: int) -> float | None:
+        """Variance ``omega`` of the unbiased operator before rescaling; ``None`` if biased."""
+        del dim
+        return None
+
+    # -- pytrees ---------------------------------------------------------------------------------
+
+    def __call__(self, tree: Any, rng_key: jax.Array | None = None) -> Any:
+        """Compresses every leaf (``scope="leaf"``) or the concatenated tree (``"global"``).
+
+        Args:
+          tree: a pytree of floating arrays.
+          rng_key: a ``jax.random`` key; required by random compressors, ignored otherwise.
+
+        Returns:
+          The compressed pytree, with the structure, shapes and dtypes of ``tree``.
+        """
+        if not self.deterministic and rng_key is None:
+            raise ValueError(
+                f"rng_key is required by the random compressor {self!r} (if this comes from "
+                "optax.inject_hyperparams, list 'compressor' in its static_args: a compressor is "
+                "callable and would otherwise be taken for a schedule)"
+            )
+        leaves, treedef = jax.tree.flatten(tree)
+        if not leaves:
+            return tree
+        leaves = [jnp.asarray(leaf) for leaf in leaves]
+        if self.scope == "leaf":
+            out = []
+            for i, leaf in enumerate(leaves):
+                if leaf.size == 0:
+                    out.append(leaf)
+                    continue
+                key = None if self.deterministic else jax.random.fold_in(rng_key, i)
+                out.append(self.compress(leaf.reshape(-1), key).reshape(leaf.shape))
+            return jax.tree.unflatten(treedef, out)
+        dtypes = {leaf.dtype for leaf in leaves}
+        if len(dtypes) > 1:
+            # Mixed-precision trees are joined in their common dtype, explicitly, and each part
+            # is cast back to its leaf's dtype below.
+            with jax.numpy_dtype_promotion("standard"):
+                common = jnp.result_type(*dtypes)
+        else:
+            (common,) = dtypes
+        flat = jnp.concatenate([leaf.reshape(-1).astype(common) for leaf in leaves])
+        if flat.size == 0:
+            return tree
+        compressed = self.compress(flat, rng_key)
+        out, start = [], 0
+        for leaf in leaves:
+            part = compressed[start : start + leaf.size]
+            out.append(part.reshape(leaf.shape).astype(leaf.dtype))
+            start += leaf.size
+        return jax.tree.unflatten(treedef, out)
+
+    def _dims(self, tree: Any) -> list[int]:
+        sizes = [int(np.prod(np.shape(leaf))) for leaf in jax.tree.leaves(tree)]
+        if self.scope == "global":
+            return [sum(sizes)] if sum(sizes) > 0 else []
+        return [s for s in sizes if s > 0]
+
+    def tree_bits(self, tree: Any) -> int:
+        """Bits of one compressed message of ``tree`` (the sum of :meth:`bits` over messages).
+
+        Examples:
+          >>> import jax.numpy as jnp
+          >>> from jaxlab.optim import top_k
+          >>> top_k(1).tree_bits({"a": jnp.zeros(4), "b": jnp.zeros(8)})  # (32 + 2) + (32 + 3)
+          69
+        """
+        return int(sum(self.bits(d) for d in self._dims(tree)))
+
+    def tree_alpha(self, tree: Any) -> float:
+        """Contraction parameter of the whole-tree message: the smallest over its messages.
+
+        Examples:
+          >>> import jax.numpy as jnp
+          >>> from jaxlab.optim import top_k
+          >>> top_k(1).tree_alpha({"a": jnp.zeros(4), "b": jnp.zeros(8)})
+          0.125
+        """
+        dims = self._dims(tree)
+        if not dims:
+            return 1.0
+        return float(min(self.alpha(d) for d in dims))
+
+
+# ------------------------------------------------------------------------------------------------
+# The operators.
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+class _Identity(Compressor):
+    name: ClassVar[str] = "identity"
+
+    def compress(self, v, rng_key=None):
+        return _check_vector(v)
+
+    def alpha(self, dim):
+        return 1.0
+
+    def bits(self, dim):
+        return FLOAT_BITS * int(dim)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+class _TopK(Compressor):
+    name: ClassVar[str] = "top_k"
+
+    k: int | None = None
+    ratio: float | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_k_ratio(self.k, self.ratio)
+
+    def compress(self, v, rng_key=None):
+        v = _check_vector(v)
+        k = _k_from(self.k, self.ratio, v.shape[0])
+        # lax.top_k breaks ties by the lower index, so |v| and |-v| select the same coordinates.
+        _, index = jax.lax.top_k(jnp.abs(v), k)
+        return jnp.zeros_like(v).at[index].set(v[index], unique_indices=True)
+
+    def alpha(self, dim):
+        return _k_from(self.k, self.ratio, dim) / dim
+
+    def bits(self, dim):
+        return _k_from(self.k, self.ratio, dim) * (FLOAT_BITS + _index_bits(dim))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+class _RandK(Compressor):
+    name: ClassVar[str] = "rand_k"
+    deterministic: ClassVar[bool] = False
+
+    k: int | None = None
+    ratio: float | None = None
+    unbiased: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_k_ratio(self.k, self.ratio)
+        if not isinstance(self.unbiased, bool):
+            raise TypeError(f"unbiased must be a bool, got {self.unbiased!r}")
+
+    def _kept(self, v, rng_key):
+        k = _k_from(self.k, self.ratio, v.shape[0])
+        index = jax.random.choice(rng_key, v.shape[0], (k,), replace=False)
+        return k, index
+
+    def unbiased_compress(self, v: jax.Array, rng_key: jax.Array) -> jax.Array:
+        """The unbiased operator ``(d/k) * v`` on ``k`` uniformly drawn coordinates, 0 elsewhere.
+
+        ``E[unbiased_compress(v)] = v`` with variance ``omega = d/k - 1``; :meth:`compress`
+        returns this divided by ``1 + omega`` when ``unbiased=True``.
+        """
+        v = _check_vector(v)
+        k, index = self._kept(v, rng_key)
+        scale = v.shape[0] / k
+        return jnp.zeros_like(v).at[index].set(v[index] * scale, unique_indices=True)
+
+    def compress(self, v, rng_key=None):
+        v = _check_vector(v)
+        if rng_key is None:
+            raise ValueError("rng_key is required by rand_k")
+        k, index = self._kept(v, rng_key)
+        kept = v[index]
+        if self.unbiased:
+            # (d/k) then 1/(1 + omega) = k/d: the contractive result is rand-k itself, up to
+            # the rounding of the two scalings.
+            dim = v.shape[0]
+            kept = kept * (dim / k) * (1.0 / (1.0 + (dim / k - 1.0)))
+        return jnp.zeros_like(v).at[index].set(kept, unique_indices=True)
+
+    def alpha(self, dim):
+        return _k_from(self.k, self.ratio, dim) / dim
+
+    def omega(self, dim):
+        if not self.unbiased:
+            return None
+        return dim / _k_from(self.k, self.ratio, dim) - 1.0
+
+    def bits(self, dim):
+        return _k_from(self.k, self.ratio, dim) * (FLOAT_BITS + _index_bits(dim))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+class _ScaledSign(Compressor):
+    name: ClassVar[str] = "scaled_sign"
+
+    def compress(self, v, rng_key=None):
+        v = _check_vector(v)
+        acc = _accumulation_dtype(v.dtype)
+        scale = (jnp.sum(jnp.abs(v), dtype=acc) / v.shape[0]).astype(v.dtype)
+        return scale * jnp.sign(v)
+
+    def alpha(self, dim):
+        # ||v||_1^2 / (d ||v||^2) >= 1/d, with equality at a coordinate vector.
+        return 1.0 / dim
+
+    def bits(self, dim):
+        return int(dim) + FLOAT_BITS
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+class _Natural(Compressor):
+    name: ClassVar[str] = "natural_compression"
+    deterministic: ClassVar[bool] = False
+
+    def unbiased_compress(self, v: jax.Array, rng_key: jax.Array) -> jax.Array:
+        """Horvath et al.'s natural compression: ``|v_j|`` rounded to a neighbouring power of 2.
+
+        With ``2^e <= |v_j| < 2^(e+1)`` it returns ``sign(v_j) 2^(e+1)`` with probability
+        ``|v_j| / 2^e - 1`` and ``sign(v_j) 2^e`` otherwise, so ``E = v`` and
+        ``E ||C(v) - v||^2 <= ||v||^2 / 8``.
+        """
+        v = _check_vector(v)
+        if rng_key is None:
+            raise ValueError("rng_key is required by natural_compression")
+        work = jnp.float64 if v.dtype == jnp.float64 else jnp.float32
+        a = jnp.abs(v).astype(work)
+        mantissa, exponent = jnp.frexp(a)  # a = mantissa 2^exponent, mantissa in [0.5, 1)
+        round_up = jax.random.uniform(rng_key, v.shape, work) < 2 * mantissa - 1
+        magnitude = jnp.ldexp(jnp.where(round_up, 2.0, 1.0).astype(work), exponent - 1)
+        return (jnp.sign(v).astype(work) * magnitude).astype(v.dtype)
+
+    def compress(self, v, rng_key=None):
+        v = _check_vector(v)
+        work = jnp.float64 if v.dtype == jnp.float64 else jnp.float32
+        q = self.unbiased_compress(v, rng_key).astype(work)
+        return (q * (1.0 / (1.0 + _NATURAL_OMEGA))).astype(v.dtype)
+
+    def alpha(self, dim):
+        return 1.0 / (1.0 + _NATURAL_OMEGA)
+
+    def omega(self, dim):
+        return _NATURAL_OMEGA
+
+    def bits(self, dim):
+        return _NATURAL_BITS * int(dim)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+class _Rotation(Compressor):
+    name: ClassVar[str] = "rotation_compressor"
+
+    epsilon: float = 0.0
+    theta: float = 0.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not _is_real(self.epsilon):
+            raise TypeError(f"epsilon must be a number in [0, 1), got {self.epsilon!r}")
+        if not 0.0 <= self.epsilon < 1.0:
+            raise ValueError(f"epsilon must lie in [0, 1), got {self.epsilon}")
+        if not _is_real(self.theta) or not math.isfinite(self.theta):
+            raise ValueError(f"theta must be a finite angle in radians, got {self.theta!r}")
+
+    def compress(self, v, rng_key=None):
+        v = _check_vector(v)
+        if v.shape[0] % 2:
+            raise ValueError(
+                f"rotation_compressor acts on 2-D blocks: the vector size must be even, "
+                f"got {v.shape[0]}"
+            )
+        s = math.sqrt(self.epsilon)
+        cos, sin = math.cos(self.theta), math.sin(self.theta)
+        pairs = v.reshape(-1, 2)
+        x, y = pairs[:, 0], pairs[:, 1]
+        rotated = jnp.stack([cos * x - sin * y, sin * x + cos * y], axis=1)
+        return (pairs - s * rotated).reshape(-1)
+
+    def alpha(self, dim):
+        return 1.0 - self.epsilon
+
+    def bits(self, dim):
+        return FLOAT_BITS * int(dim)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+class _BlockTopK(Compressor):
+    name: ClassVar[str] = "block_top_k"
+
+    k_per_block: int = 1
+    block_size: int = 100
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not _is_int(self.block_size):
+            raise TypeError(f"block_size must be an int >= 1, got {self.block_size!r}")
+        if self.block_size < 1:
+            raise ValueError(f"block_size must be >= 1, got {self.block_size}")
+        if not _is_int(self.k_per_block):
+            raise TypeError(
+                f"k_per_block must be an int in (0, block_size], got {self.k_per_block!r}"
+            )
+        if not 0 < self.k_per_block <= self.block_size:
+            raise ValueError(
+                f"k_per_block must lie in (0, block_size] = (0, {self.block_size}], "
+                f"got {self.k_per_block}"
+            )
+
+    def compress(self, v, rng_key=None):
+        v = _check_vector(v)
+        dim, b, k = v.shape[0], self.block_size, self.k_per_block
+        blocks = -(-dim // b)
+        # Zero padding never displaces a nonzero entry, so the last, partial block keeps its
+        # min(k, size) largest entries and the bound below still holds.
+        padded = jnp.pad(v, (0, blocks * b - dim)) if blocks * b != dim else v
+        rows = padded.reshape(blocks, b)
+        magnitude = jnp.abs(rows)
+        column = jax.lax.broadcasted_iota(jnp.int32, rows.shape, 1)
+        if k <= _BLOCK_ITERATIVE_MAX_K:
+            # k rounds of (row max, first column attaining it): plain reductions, which XLA on
+            # CPU runs several times faster than argmax's variadic reduce or a row-wise top_k.
+            # Taking the first maximum breaks ties by the lower index, like lax.top_k.
+            keep = jnp.zeros(rows.shape, jnp.bool_)
+            remaining = magnitude
+            for _ in range(k):
+                largest = jnp.max(remaining, axis=1, keepdims=True)
+                first = jnp.min(jnp.where(remaining == largest, column, b), axis=1, keepdims=True)
+                chosen = column == first
+                keep = keep | chosen
+                remaining = jnp.where(chosen, -1, remaining)  # magnitudes are >= 0
+        else:
+            _, index = jax.lax.top_k(magnitude, k)
+            keep = jnp.zeros(rows.shape, jnp.bool_)
+            for j in range(k):
+                keep = keep | (column == index[:, j : j + 1])
+        out = jnp.where(keep, rows, jnp.zeros((), v.dtype)).reshape(-1)
+        return out[:dim] if blocks * b != dim else out
+
+    def alpha(self, dim):
+        return self.k_per_block / self.block_size
+
+    def bits(self, dim):
+        full, rest = divmod(int(dim), self.block_size)
+        kept = full * self.k_per_block + min(self.k_per_block, rest)
+        return kept * (FLOAT_BITS + _index_bits(min(self.block_size, dim)))
+
+
+# ------------------------------------------------------------------------------------------------
+# Factories.
+
+
+def identity(*, scope: str = "leaf") -> Compressor:
+    """The identity compressor, ``C(v) = v`` (no compression, ``alpha = 1``).
+
+    With it, error feedback and EF21 reduce to plain gradient descent. A message of a
+    ``d``-vector costs ``32 d`` bits.
+
+    Args:
+      scope: ``"leaf"`` (each leaf on its own) or ``"global"`` (the concatenated tree).
+
+    Returns:
+      The :class:`Compressor`.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from jaxlab.optim import identity
+      >>> identity().compress(jnp.array([1.0, -2.0]))
+      Array([ 1., -2.], dtype=float32)
+      >>> identity().alpha(2), identity().bits(2)
+      (1.0, 64)
+
+    References:
+      D. Berg Thomsen, A. Taylor, A. Dieuleveut, "A Tight Theory of Error Feedback Algorithms in
+      Distributed Optimization", ICML 2026 (arXiv 2605.31594).
+    """
+    return _Identity(scope=scope)
+
+
+def top_k(k: int | None = None, *, ratio: float | None = None, scope: str = "leaf") -> Compressor:
+    """Top-k: keeps the ``k`` entries of largest magnitude, zeroes the rest.
+
+    Deterministic and contractive with ``alpha = k/d``:
+    ``||C(v) - v||^2 = sum of the d - k smallest v_j^2 <= (1 - k/d) ||v||^2``, with equality when
+    all ``|v_j|`` are equal. Ties go to the lower index (``jax.lax.top_k``), so ``C(-v) = -C(v)``.
+    Exact selection costs a partial sort; :func:`block_top_k` is a linear-time alternative.
+    A message costs ``k (32 + ceil(log2 d))`` bits (values and indices).
+
+    Args:
+      k: number of kept entries, an int in ``(0, d]`` (checked against each vector's size ``d``
+        when compressing). Exactly one of ``k`` and ``ratio``.
+      ratio: fraction of kept entries in ``(0, 1]``; a ``d``-vector keeps
+        ``k = max(1, ceil(ratio d))``.
+      scope: ``"leaf"`` (each leaf on its own) or ``"global"`` (the concatenated tree).
+
+    Returns:
+      The :class:`Compressor`.
+
+    Raises:
+      ValueError: both or neither of ``k`` and ``ratio``; ``k <= 0`` (or ``k > d`` when
+        compressing a ``d``-vector); ``ratio`` outside ``(0, 1]``; an unknown ``scope``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from jaxlab.optim import top_k
+      >>> top_k(2).compress(jnp.array([3.0, -1.0, -4.0, 0.5]))
+      Array([ 3.,  0., -4.,  0.], dtype=float32)
+      >>> top_k(ratio=0.01).alpha(1000)
+      0.01
+
+    References:
+      D. Berg Thomsen, A. Taylor, A. Dieuleveut, "A Tight Theory of Error Feedback Algorithms in
+      Distributed Optimization", ICML 2026 (arXiv 2605.31594); S. Stich, J.-B. Cordonnier,
+      M. Jaggi, "Sparsified SGD with memory", NeurIPS 2018.
+    """
+    return _TopK(k=k, ratio=ratio, scope=scope)
+
+
+def rand_k(
+    k: int | None = None,
+    *,
+    ratio: float | None = None,
+    unbiased: bool = False,
+    scope: str = "leaf",
+) -> Compressor:
+    """Rand-k: keeps ``k`` coordinates drawn uniformly without replacement, zeroes the rest.
+
+    Contractive in expectation only: ``E ||C(v) - v||^2 = (1 - k/d) ||v||^2`` (``alpha = k/d``).
+    With ``unbiased=True`` the kept entries are first scaled by ``d/k`` (the unbiased operator,
+    ``E = v``, variance ``omega = d/k - 1``, available as ``unbiased_compress``) and then
+    rescaled by ``1/(1 + omega) = k/d``, which makes it contractive again; the two scalings cancel,
+    so the result equals unscaled rand-k up to rounding (what changes is :meth:`omega`). The same
+    key selects the same coordinates for ``v`` and ``-v``, so ``C(-v) = -C(v)``. A message costs
+    ``k (32 + ceil(log2 d))`` bits.
+
+    Args:
+      k: number of kept entries, an int in ``(0, d]``. Exactly one of ``k`` and ``ratio``.
+      ratio: fraction of kept entries in ``(0, 1]``; ``k = max(1, ceil(ratio d))``.
+      unbiased: report and offer the unbiased operator (see above).
+      scope: ``"leaf"`` or ``"global"``.
+
+    Returns:
+      The :class:`Compressor` (random: pass a key).
+
+    Raises:
+      ValueError: as for :func:`top_k`.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from jaxlab.optim import rand_k
+      >>> c = rand_k(2)
+      >>> out = c.compress(jnp.arange(1.0, 5.0), jax.random.key(0))
+      >>> int((out != 0).sum()), c.alpha(4), c.deterministic
+      (2, 0.5, False)
+      >>> rand_k(1, unbiased=True).omega(4)
+      3.0
+
+    References:
+      S. Stich, J.-B. Cordonnier, M. Jaggi, "Sparsified SGD with memory", NeurIPS 2018;
+      P. Richtarik, I. Sokolov, I. Fatkhullin, "EF21", NeurIPS 2021 (arXiv 2106.05203).
+    """
+    return _RandK(k=k, ratio=ratio, unbiased=unbiased, scope=scope)
+
+
+def scaled_sign(*, scope: str = "leaf") -> Compressor:
+    """Scaled sign: ``C(v) = (||v||_1 / d) sign(v)``.
+
+    Deterministic; ``||C(v) - v||^2 = ||v||^2 - ||v||_1^2 / d`` when no entry is zero (smaller
+    otherwise), so ``alpha = ||v||_1^2 / (d ||v||^2) >= 1/d``, and :meth:`alpha` reports the
+    guaranteed ``1/d``. Odd since ``sign`` is. A message costs ``d + 32`` bits (signs and the
+    scale). The ``l1`` norm accumulates in float32 for bf16/f16 inputs.
+
+    Args:
+      scope: ``"leaf"`` or ``"global"``.
+
+    Returns:
+      The :class:`Compressor`.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from jaxlab.optim import scaled_sign
+      >>> scaled_sign().compress(jnp.array([3.0, -1.0]))
+      Array([ 2., -2.], dtype=float32)
+
+    References:
+      S. P. Karimireddy, Q. Rebjock, S. Stich, M. Jaggi, "Error feedback fixes SignSGD and other
+      gradient compression schemes", ICML 2019.
+    """
+    return _ScaledSign(scope=scope)
+
+
+def natural_compression(*, scope: str = "leaf") -> Compressor:
+    """Natural compression rescaled to be contractive: ``C(v) = C_nat(v) / (1 + 1/8)``.
+
+    ``C_nat`` rounds each ``|v_j|`` with ``2^e <= |v_j| < 2^(e+1)`` to ``2^(e+1)`` with
+    probability ``|v_j|/2^e - 1`` and to ``2^e`` otherwise, keeping the sign: unbiased with
+    variance ``omega = 1/8`` (available as ``unbiased_compress``). Divided by ``1 + omega`` it is
+    contractive in expectation with ``alpha = 8/9``. Odd with a shared key. A message costs 9 bits
+    per entry (sign and 8-bit exponent).
+
+    Args:
+      scope: ``"leaf"`` or ``"global"``.
+
+    Returns:
+      The :class:`Compressor` (random: pass a key).
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from jaxlab.optim import natural_compression
+      >>> c = natural_compression()
+      >>> q = c.unbiased_compress(jnp.array([1.0, -4.0, 0.0]), jax.random.key(0))
+      >>> q  # powers of two are kept exactly
+      Array([ 1., -4.,  0.], dtype=float32)
+      >>> round(c.alpha(3), 4), c.omega(3)
+      (0.8889, 0.125)
+
+    References:
+      S. Horvath, C.-Y. Ho, L. Horvath, A. N. Sahu, M. Canini, P. Richtarik, "Natural
+      compression for distributed deep learning", 2019 (arXiv 1905.10988).
+    """
+    return _Natural(scope=scope)
+
+
+def rotation_compressor(epsilon: float, theta: float, *, scope: str = "leaf") -> Compressor:
+    """The worst-case compressor of the tight analysis: ``C(v) = v - sqrt(epsilon) R_theta v``.
+
+    ``R_theta`` rotates each consecutive pair ``(v_{2j}, v_{2j+1})`` by ``theta``, so
+    ``||C(v) - v||^2 = epsilon ||v||^2`` exactly: deterministic, linear (hence odd), with
+    ``alpha = 1 - epsilon`` attained with equality for every ``v``. Over ``theta`` it realises the
+    worst case of error feedback on quadratics. The vector size must be even. A message is dense,
+    ``32 d`` bits.
+
+    Args:
+      epsilon: the distortion, in ``[0, 1)``.
+      theta: the rotation angle in radians (finite).
+      scope: ``"leaf"`` or ``"global"``.
+
+    Returns:
+      The :class:`Compressor`.
+
+    Raises:
+      ValueError: ``epsilon`` outside ``[0, 1)``, a non-finite ``theta``, or (when compressing)
+        an odd vector size.
+
+    Examples:
+      >>> import math
+      >>> import jax.numpy as jnp
+      >>> from jaxlab.optim import rotation_compressor
+      >>> c = rotation_compressor(0.25, math.pi)  # R_pi = -I: C(v) = 1.5 v
+      >>> c.compress(jnp.array([2.0, -2.0]))
+      Array([ 3., -3.], dtype=float32)
+      >>> c.alpha(2)
+      0.75
+
+    References:
+      D. Berg Thomsen, A. Taylor, A. Dieuleveut, "A Tight Theory of Error Feedback Algorithms in
+      Distributed Optimization", ICML 2026 (arXiv 2605.31594).
+    """
+    return _Rotation(epsilon=epsilon, theta=theta, scope=scope)
+
+
+def block_top_k(k_per_block: int = 1, block_size: int = 100, *, scope: str = "leaf") -> Compressor:
+    """Block top-k: exact top-``k_per_block`` inside each block of ``block_size`` entries.
+
+    The vector is cut into consecutive blocks of ``b = block_size`` entries (the last one may be
+    shorter) and each keeps its ``k = k_per_block`` entries of largest magnitude. Per block
+    ``||C(v_B) - v_B||^2 <= (1 - k/b) ||v_B||^2`` (top-k of a ``b``-vector; a shorter last block,
+    zero-padded to ``b``, loses no more), and summing over blocks gives the deterministic bound
+
+        ||C(v) - v||^2 <= (1 - k/b) ||v||^2,     alpha = k / b,
+
+    with equality when all ``|v_j|`` are equal. It keeps the same fraction as
+    ``top_k(ratio=k/b)`` but selects in time linear in ``d``: ``k`` rounds of two row reductions
+    (the block maximum, then the first entry attaining it) and elementwise passes, instead of
+    exact top-k's partial sort over the whole vector (for ``k > 8`` a row-wise ``lax.top_k``
+    is used). The price is a contraction that holds per block: exact top-k keeps the globally
+    largest entries, so its error is never larger.
+    Ties go to the lower index, so ``C(-v) = -C(v)``. A message costs
+    ``(number kept) (32 + ceil(log2 b))`` bits: indices are sent within their block.
+
+    Args:
+      k_per_block: entries kept per block, an int in ``(0, block_size]``.
+      block_size: entries per block, an int ``>= 1``.
+      scope: ``"leaf"`` or ``"global"``.
+
+    Returns:
+      The :class:`Compressor`.
+
+    Raises:
+      ValueError: ``k_per_block`` outside ``(0, block_size]``, ``block_size < 1``, or an unknown
+        ``scope``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from jaxlab.optim import block_top_k
+      >>> c = block_top_k(1, 2)
+      >>> c.compress(jnp.array([1.0, -3.0, 2.0, 0.5, 7.0]))
+      Array([ 0., -3.,  2.,  0.,  7.], dtype=float32)
+      >>> c.alpha(5)
+      0.5
+
+    References:
+      D. Berg Thomsen, A. Taylor, A. Dieuleveut, "A Tight Theory of Error Feedback Algorithms in
+      Distributed Optimization", ICML 2026 (arXiv 2605.31594) (any contractive compressor).
+    """
+    return _BlockTopK(k_per_block=k_per_block, block_size=block_size, scope=scope)

@@ -1,0 +1,1 @@
+"""Tests of the registered paper reproductions."""

@@ -1,0 +1,73 @@
+"""The ``error-feedback`` experiment runs end to end and computes its verdict from measurements."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from jaxlab import optim
+from jaxlab._src.runner import run_experiment
+
+NAME = "error-feedback"
+
+
+def _read(tmp_path):
+    path = tmp_path / NAME / "result.json"
+    assert path.exists()
+    return json.loads(path.read_text())
+
+
+def test_smoke_profile_end_to_end(tmp_path):
+    record = run_experiment(NAME, profile="smoke", out_dir=tmp_path)
+    stored = _read(tmp_path)
+    assert stored["verdict"] == json.loads(json.dumps(record["verdict"]))
+    verdict = stored["verdict"]
+    assert verdict["status"] in ("pass", "fail"), verdict  # not "error": the run completed
+    assert len(verdict["parts"]) == 3
+    assert all(p["status"] in ("pass", "fail") and p["measured"] for p in verdict["parts"])
+    for figure in stored["figures"]:
+        assert (tmp_path / NAME / figure).stat().st_size > 0
+    assert {"tightness.png", "least_squares.png", "heterogeneous.png"} <= set(stored["figures"])
+
+    metrics = stored["metrics"]
+    # The tightness rows agree with the closed form computed here, independently of the run.
+    for row in metrics["tightness"]:
+        rho = float(optim.ef_tight_rate(row["kappa"], 1.0 - row["epsilon"]))
+        assert row["rho_star"] == pytest.approx(rho, abs=1e-7)
+        for method in ("ef", "ef21"):
+            assert row[f"gap_{method}"] == pytest.approx(row[f"worst_{method}"] - row["rho_star"])
+    # The smoke grid contains the worst point (lambda = mu, theta = pi), so part 1 holds even here.
+    assert metrics["tightness_max_abs_gap"] <= 1e-3
+    assert verdict["parts"][0]["status"] == "pass"
+    # Each run's "reached" agrees with its best suboptimality and its iteration count.
+    for res in (metrics["least_squares"], metrics["heterogeneous"]):
+        for run in res["runs"].values():
+            assert run["reached"] == (run["best_suboptimality"] <= res["tolerance"])
+            if run["reached"]:
+                assert 1 <= run["iterations"] <= run["steps_run"]
+                assert run["bits_per_worker"] > 0
+    steps = metrics["least_squares"]["steps"]
+    assert steps["eta_star"] == pytest.approx(
+        float(
+            optim.ef_optimal_step_size(
+                np.array(metrics["least_squares"]["constants"]["smoothness"]),
+                np.array(metrics["least_squares"]["constants"]["strong_convexity"]),
+                steps["alpha"],
+            )
+        ),
+        rel=1e-6,
+    )
+
+
+@pytest.mark.slow
+def test_quick_profile_passes(tmp_path):
+    record = run_experiment(NAME, profile="quick", out_dir=tmp_path)
+    verdict = _read(tmp_path)["verdict"]
+    assert verdict["status"] == "pass", verdict
+    metrics = record["metrics"]
+    assert metrics["least_squares_ratio_ef21"] >= 1.25
+    assert metrics["least_squares_ratio_ef"] >= 1.25
+    assert not metrics["heterogeneous"]["runs"]["cgd"]["reached"]
+    assert metrics["heterogeneous"]["runs"]["ef21_eta_star"]["reached"]

@@ -1,0 +1,23 @@
+"""The README's quickstart runs as printed, and its first commands are the two make targets."""
+
+import pathlib
+import re
+
+README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_opens_with_the_two_commands():
+    head = "\n".join(README.read_text().splitlines()[:20])
+    assert "make reproduce" in head and "make test" in head
+
+
+def test_quickstart_runs_and_trains(capsys):
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert blocks, "README has no python quickstart"
+    namespace: dict = {}
+    exec(compile(blocks[0], "README.md:quickstart", "exec"), namespace)
+    out = capsys.readouterr().out
+    final = float(re.search(r"final loss ([0-9.eE+-]+)", out).group(1))
+    x, y = namespace["x"], namespace["y"]
+    initial = float(((y - y.mean()) ** 2).mean())  # loss of the best constant predictor
+    assert final < 0.5 * initial, (final, initial)
