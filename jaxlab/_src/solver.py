@@ -156,12 +156,16 @@ class IterativeSolver:
 
     def run(self, init_params, *args, **kwargs) -> OptStep:
         """Runs the solver from ``init_params`` and returns ``OptStep(params, state)``."""
-        if self.implicit_diff and not self.unroll:
-            run_fn = self._implicit_run
-        else:
-            run_fn = self._loop
+        implicit = self.implicit_diff and not self.unroll
+        run_fn = self._implicit_run if implicit else self._loop
         if self.jit:
-            run_fn = jax.jit(run_fn)
+            # One jitted function per solver instance and mode, so repeated `run` calls reuse
+            # the compiled loop (a fresh `jax.jit` of a bound method would retrace every call).
+            # Solvers are treated as immutable once built; use dataclasses.replace to change one.
+            cache = self.__dict__.setdefault("_jitted_runs", {})
+            if implicit not in cache:
+                cache[implicit] = jax.jit(run_fn)
+            run_fn = cache[implicit]
         return run_fn(init_params, *args, **kwargs)
 
     def _implicit_run(self, init_params, *args, **kwargs) -> OptStep:

@@ -1,0 +1,94 @@
+"""The solver base: loops, the compiled-run cache and implicit differentiation."""
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab._src.solver import IterativeSolver, OptStep, dense_tangent_solve, tree_l2_norm
+
+
+class _State(NamedTuple):
+    iter_num: jax.Array
+    error: jax.Array
+
+
+TRACES = {"update": 0}
+
+
+@dataclasses.dataclass(eq=False)
+class _Ridge(IterativeSolver):
+    """Gradient descent on 0.5||Ax - b||^2 + 0.5 lam ||x||^2 (closed-form solution)."""
+
+    stepsize: float = 0.1
+
+    def init_state(self, params, matrix, target, lam):
+        return _State(jnp.asarray(0), jnp.asarray(jnp.inf, params.dtype))
+
+    def optimality_fun(self, params, matrix, target, lam):
+        return matrix.T @ (matrix @ params - target) + lam * params
+
+    def update(self, params, state, matrix, target, lam):
+        TRACES["update"] += 1
+        grad = self.optimality_fun(params, matrix, target, lam)
+        return OptStep(params - self.stepsize * grad, _State(state.iter_num + 1, tree_l2_norm(grad)))
+
+
+def _problem():
+    matrix = jax.random.normal(jax.random.key(0), (6, 3)) / 2
+    target = jax.random.normal(jax.random.key(1), (6,))
+    return matrix, target, jnp.asarray(0.5)
+
+
+def _closed_form(matrix, target, lam):
+    return jnp.linalg.solve(matrix.T @ matrix + lam * jnp.eye(3), matrix.T @ target)
+
+
+def test_run_matches_closed_form_and_unrolled_scan(x64):
+    matrix, target, lam = _problem()
+    solver = _Ridge(maxiter=2000, tol=1e-12)
+    step = solver.run(jnp.zeros(3), matrix, target, lam)
+    np.testing.assert_allclose(step.params, _closed_form(matrix, target, lam), atol=1e-10)
+    assert 0 < int(step.state.iter_num) < 2000 and float(step.state.error) <= 1e-12
+    unrolled = dataclasses.replace(solver, unroll=True).run(jnp.zeros(3), matrix, target, lam)
+    np.testing.assert_allclose(unrolled.params, step.params, atol=1e-14)
+    assert int(unrolled.state.iter_num) == int(step.state.iter_num)
+
+
+def test_repeated_runs_do_not_retrace():
+    matrix, target, lam = _problem()
+    solver = _Ridge(maxiter=50)
+    TRACES["update"] = 0
+    for shift in range(3):
+        solver.run(jnp.zeros(3), matrix, target + shift, lam)
+    assert TRACES["update"] == 1
+
+
+def test_implicit_gradient_equals_closed_form_derivative(x64):
+    matrix, target, lam = _problem()
+    solver = _Ridge(maxiter=5000, tol=1e-13)
+
+    def solution_sum(lam):
+        return jnp.sum(solver.run(jnp.zeros(3), matrix, target, lam).params)
+
+    expected = jax.grad(lambda lam: jnp.sum(_closed_form(matrix, target, lam)))(lam)
+    np.testing.assert_allclose(jax.grad(solution_sum)(lam), expected, rtol=1e-8)
+    grad_target = jax.grad(lambda t: jnp.sum(solver.run(jnp.zeros(3), matrix, t, lam).params))
+    expected_t = jax.grad(lambda t: jnp.sum(_closed_form(matrix, t, lam)))(target)
+    np.testing.assert_allclose(grad_target(target), expected_t, rtol=1e-8)
+
+
+def test_dense_tangent_solve_on_a_pytree(x64):
+    rhs = {"a": jnp.array([1.0, 2.0]), "b": jnp.array(3.0)}
+    out = dense_tangent_solve(lambda t: {"a": 2 * t["a"] + t["b"], "b": 4 * t["b"]}, rhs)
+    np.testing.assert_allclose(out["b"], 0.75)
+    np.testing.assert_allclose(out["a"], (rhs["a"] - 0.75) / 2)
+
+
+@pytest.mark.parametrize("kwargs", [{"maxiter": 0}, {"maxiter": 2.5}, {"tol": -1.0}])
+def test_bad_settings_raise(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        _Ridge(**kwargs)
