@@ -29,7 +29,9 @@ def test_smoke_profile_end_to_end(tmp_path):
     assert all(p["status"] in ("pass", "fail") and p["measured"] for p in verdict["parts"])
     for figure in stored["figures"]:
         assert (tmp_path / NAME / figure).stat().st_size > 0
-    assert {"tightness.png", "least_squares.png", "heterogeneous.png"} <= set(stored["figures"])
+    assert {"tightness.png", "least_squares.png", "heterogeneous.png", "logistic.png"} <= set(
+        stored["figures"]
+    )
 
     metrics = stored["metrics"]
     # The tightness rows agree with the closed form computed here, independently of the run.
@@ -48,6 +50,44 @@ def test_smoke_profile_end_to_end(tmp_path):
             if run["reached"]:
                 assert 1 <= run["iterations"] <= run["steps_run"]
                 assert run["bits_per_worker"] > 0
+    # The logistic runs (full profile; smoke runs them at tiny size): the same bookkeeping.
+    logistic, config = metrics["logistic"], stored["config"]
+    convex, nonconvex = logistic["strongly_convex"], logistic["nonconvex"]
+    assert set(convex["runs"]) == {"ef21_eta_star", "ef_eta_star", "ef21_gamma_r", "gd", "cgd"}
+    assert set(nonconvex["runs"]) == {"top_k", "scaled_sign", "natural"}
+    for res, measure in ((convex, "suboptimality"), (nonconvex, "grad_sq")):
+        for run in res["runs"].values():
+            assert run["reached"] == (run[f"best_{measure}"] <= res["tolerance"])
+            assert (
+                run["steps_run"]
+                <= -(-config["logistic_steps"] // config["chunk"]) * config["chunk"]
+            )
+    # The smoke budget leaves the compressed runs short of the target; GD gets close.
+    assert convex["runs"]["ef21_eta_star"]["best_suboptimality"] < 1.0
+    assert convex["runs"]["gd"]["best_suboptimality"] < 1e-6
+    # Bits per worker, read from the EF21 state: a dense first message, then top-k messages.
+    (it1, bits1), (it2, bits2) = nonconvex["runs"]["top_k"]["trace_bits"][:2]
+    assert (it1, it2) == (1, 2)
+    assert bits1 == optim.identity().bits(logistic["dim"])
+    assert bits2 - bits1 == optim.top_k(convex["keep"]).bits(logistic["dim"])
+    # The reference minimiser (scipy + Newton, numpy) is below every iterate's objective.
+    assert convex["optimal_value"] < 0.5
+    for run in convex["runs"].values():
+        assert run["best_suboptimality"] > -1e-12
+    # Step sizes from the closed forms, recomputed here from the reported constants.
+    c = convex["constants"]
+    assert convex["steps"]["eta_star"] == pytest.approx(
+        float(
+            optim.ef_optimal_step_size(
+                np.array(c["smoothness"]), np.array(c["strong_convexity"]), convex["steps"]["alpha"]
+            )
+        ),
+        rel=1e-6,
+    )
+    assert convex["steps"]["eta_gd"] == pytest.approx(
+        2.0 / (c["global_smoothness"] + c["global_strong_convexity"])
+    )
+
     steps = metrics["least_squares"]["steps"]
     assert steps["eta_star"] == pytest.approx(
         float(
