@@ -14,7 +14,9 @@ def test_notebook_executes(path):
     notebook = execute_notebook(path, profile="smoke", timeout=300)
     code_cells = [c for c in notebook.cells if c.cell_type == "code"]
     assert code_cells, f"{path.name} has no code cells"
-    errors = [o for c in code_cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    errors = [
+        o for c in code_cells for o in c.get("outputs", []) if o.get("output_type") == "error"
+    ]
     assert not errors, f"{path.name} produced errors: {errors}"
     assert all(c.get("execution_count") for c in code_cells if c.source.strip()), (
         f"{path.name}: some code cells did not run"

@@ -18,6 +18,6 @@ def test_quickstart_runs_and_trains(capsys):
     exec(compile(blocks[0], "README.md:quickstart", "exec"), namespace)
     out = capsys.readouterr().out
     final = float(re.search(r"final loss ([0-9.eE+-]+)", out).group(1))
-    x, y = namespace["x"], namespace["y"]
+    y = namespace["y"]
     initial = float(((y - y.mean()) ** 2).mean())  # loss of the best constant predictor
     assert final < 0.25 * initial, (final, initial)

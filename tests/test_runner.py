@@ -115,8 +115,20 @@ def test_run_writes_result_json_and_figure(fake_experiments, tmp_path):
     record = runner.run_experiment("zz-ok", profile="smoke", seed=3, out_dir=tmp_path)
     stored = json.loads((tmp_path / "zz-ok" / "result.json").read_text())
     assert stored == json.loads(json.dumps(results.jsonable(record)))
-    for key in ("schema_version", "jaxlab_version", "jax_version", "git_commit", "device_kind",
-                "seed", "profile", "wall_time_s", "metrics", "claim", "verdict", "code_version"):
+    for key in (
+        "schema_version",
+        "jaxlab_version",
+        "jax_version",
+        "git_commit",
+        "device_kind",
+        "seed",
+        "profile",
+        "wall_time_s",
+        "metrics",
+        "claim",
+        "verdict",
+        "code_version",
+    ):
         assert key in stored, key
     assert stored["seed"] == 3 and stored["profile"] == "smoke"
     assert stored["verdict"]["status"] == "pass"
@@ -136,14 +148,17 @@ def test_same_seed_same_result(fake_experiments, tmp_path):
 
 
 def test_error_is_recorded_and_others_still_run(fake_experiments, tmp_path, capsys):
-    rc = cli.main(["reproduce", "zz-bad", "zz-ok", "zz-failing", "--profile", "smoke",
-                   "--out", str(tmp_path)])
+    rc = cli.main(
+        ["reproduce", "zz-bad", "zz-ok", "zz-failing", "--profile", "smoke", "--out", str(tmp_path)]
+    )
     assert rc == 1
     bad = json.loads((tmp_path / "zz-bad" / "result.json").read_text())
     assert bad["verdict"]["status"] == "error"
     assert "diverged at step 3" in bad["verdict"]["reason"]
     assert "FloatingPointError" in (tmp_path / "zz-bad" / "traceback.txt").read_text()
-    assert json.loads((tmp_path / "zz-ok" / "result.json").read_text())["verdict"]["status"] == "pass"
+    assert (
+        json.loads((tmp_path / "zz-ok" / "result.json").read_text())["verdict"]["status"] == "pass"
+    )
     failing = json.loads((tmp_path / "zz-failing" / "result.json").read_text())
     assert failing["verdict"]["status"] == "fail"
     report = (tmp_path / "REPORT.md").read_text()
@@ -162,16 +177,21 @@ def test_resume_skips_current_results(fake_experiments, tmp_path):
     assert CALLS["ok"] == 1
     assert cli.main([*args, "--resume"]) == 0
     assert CALLS["ok"] == 1  # kept
-    assert cli.main(["reproduce", "zz-ok", "--profile", "quick", "--out", str(tmp_path),
-                     "--resume"]) == 0
+    assert (
+        cli.main(["reproduce", "zz-ok", "--profile", "quick", "--out", str(tmp_path), "--resume"])
+        == 0
+    )
     assert CALLS["ok"] == 2  # other profile: rerun
 
 
 def test_interrupt_keeps_finished_results(fake_experiments, tmp_path):
-    rc = cli.main(["reproduce", "zz-ok", "zz-interrupt", "--profile", "smoke",
-                   "--out", str(tmp_path)])
+    rc = cli.main(
+        ["reproduce", "zz-ok", "zz-interrupt", "--profile", "smoke", "--out", str(tmp_path)]
+    )
     assert rc == 130
-    assert json.loads((tmp_path / "zz-ok" / "result.json").read_text())["verdict"]["status"] == "pass"
+    assert (
+        json.loads((tmp_path / "zz-ok" / "result.json").read_text())["verdict"]["status"] == "pass"
+    )
     assert "| zz-ok |" in (tmp_path / "REPORT.md").read_text()
     assert not (tmp_path / "zz-interrupt" / "result.json").exists()
 

@@ -34,7 +34,9 @@ class _Ridge(IterativeSolver):
     def update(self, params, state, matrix, target, lam):
         TRACES["update"] += 1
         grad = self.optimality_fun(params, matrix, target, lam)
-        return OptStep(params - self.stepsize * grad, _State(state.iter_num + 1, tree_l2_norm(grad)))
+        return OptStep(
+            params - self.stepsize * grad, _State(state.iter_num + 1, tree_l2_norm(grad))
+        )
 
 
 def _problem():

@@ -157,8 +157,9 @@ class Progress(Protocol):
       6
     """
 
-    def track(self, iterable: Iterable[Any], total: int | None = None,
-              description: str = "") -> Iterator[Any]: ...
+    def track(
+        self, iterable: Iterable[Any], total: int | None = None, description: str = ""
+    ) -> Iterator[Any]: ...
 
 
 class NullProgress:
@@ -195,7 +196,9 @@ class Experiment:
     def run(self, config, rng_key: jax.Array, progress: Progress | None = None) -> Result:
         result = self.run_fn(config, rng_key, progress or NullProgress())
         if not isinstance(result, Result):
-            raise TypeError(f"experiment {self.name!r} returned {type(result).__name__}, not Result")
+            raise TypeError(
+                f"experiment {self.name!r} returned {type(result).__name__}, not Result"
+            )
         return result
 
     def code_version(self) -> str:
@@ -246,8 +249,9 @@ def register(name: str, *, config: type, claim: str) -> Callable[[Callable], Cal
         raise TypeError(f"config must be an ExperimentConfig subclass, got {config!r}")
     if not dataclasses.is_dataclass(config):
         raise TypeError(f"config {config.__name__} must be a dataclass")
-    missing = [p for p in PROFILES if not isinstance(inspect.getattr_static(config, p, None),
-                                                     classmethod)]
+    missing = [
+        p for p in PROFILES if not isinstance(inspect.getattr_static(config, p, None), classmethod)
+    ]
     if missing:
         raise TypeError(f"config {config.__name__} must define classmethods {missing}")
 
@@ -297,7 +301,7 @@ def get(name: str) -> Experiment:
       >>> get("error-feedbak")
       Traceback (most recent call last):
       ...
-      KeyError: "unknown experiment 'error-feedbak'; did you mean error-feedback? (`jaxlab list` shows all)"
+      KeyError: "unknown experiment 'error-feedbak'; did you mean error-feedback? ..."
     """
     _load_all()
     if name not in _REGISTRY:

@@ -137,10 +137,15 @@ def write_report(out_dir: str | os.PathLike, records: list[dict[str, Any]]) -> p
     ]
     for rec in records:
         verdict = rec.get("verdict", {})
-        figs = " ".join(f"[{pathlib.Path(f).stem}]({rec['name']}/{f})" for f in rec.get("figures", []))
+        figs = " ".join(
+            f"[{pathlib.Path(f).stem}]({rec['name']}/{f})" for f in rec.get("figures", [])
+        )
         parts = verdict.get("parts") or [
-            {"claim": rec.get("claim", ""), "measured": verdict.get("reason", ""),
-             "status": verdict.get("status", "error")}
+            {
+                "claim": rec.get("claim", ""),
+                "measured": verdict.get("reason", ""),
+                "status": verdict.get("status", "error"),
+            }
         ]
         for i, part in enumerate(parts):
             lines.append(

@@ -51,7 +51,7 @@ def tree_l2_norm(tree: Any) -> jax.Array:
 
 
 def dense_tangent_solve(linear_fn, rhs):
-    """Solves ``linear_fn(x) = rhs`` for pytree ``x`` by materialising the Jacobian (small problems).
+    """Solves ``linear_fn(x) = rhs`` for a pytree ``x`` through the dense Jacobian (small problems).
 
     Examples:
       >>> x = dense_tangent_solve(lambda v: 2.0 * v, jnp.array([4.0, 6.0]))
@@ -179,7 +179,9 @@ class IterativeSolver:
             return self.optimality_fun(p, *args, **kwargs)
 
         params = jax.lax.custom_root(
-            optimality, jax.lax.stop_gradient(params), lambda _, solution: solution,
+            optimality,
+            jax.lax.stop_gradient(params),
+            lambda _, solution: solution,
             dense_tangent_solve,
         )
         return OptStep(params, state)
