@@ -8,6 +8,7 @@ from jaxlab.optim._compressors import (
     rand_k,
     rotation_compressor,
     scaled_sign,
+    threshold_top_k,
     top_k,
 )
 from jaxlab.optim._ef_theory import (
@@ -40,6 +41,7 @@ __all__: list[str] = [
     "rand_k",
     "rotation_compressor",
     "scaled_sign",
+    "threshold_top_k",
     "top_k",
     "ErrorFeedback21State",
     "ErrorFeedbackState",

@@ -43,6 +43,7 @@ __all__ = [
     "rand_k",
     "rotation_compressor",
     "scaled_sign",
+    "threshold_top_k",
     "top_k",
 ]
 
@@ -55,6 +56,12 @@ _NATURAL_OMEGA = 1.0 / 8.0
 _SCOPES = ("leaf", "global")
 # block_top_k selects by k rounds of reductions up to this k, by a row-wise lax.top_k beyond.
 _BLOCK_ITERATIVE_MAX_K = 8
+# threshold_top_k's defaults: the sampled quantile targets oversample * k entries; with these a
+# sample overestimates the threshold (fallback) with probability ~1e-5 at k/d = 1% (docstring).
+_THRESHOLD_SAMPLE_SIZE = 8192
+_THRESHOLD_OVERSAMPLE = 1.5
+# Counts of 0/1 summed in float32 are exact up to 2^24.
+_FLOAT_COUNT_MAX = 2**24
 
 
 def _index_bits(dim: int) -> int:
@@ -124,7 +131,7 @@ class Compressor:
 
     Create compressors with the factories (:func:`top_k`, :func:`rand_k`, :func:`scaled_sign`,
     :func:`natural_compression`, :func:`rotation_compressor`, :func:`block_top_k`,
-    :func:`identity`); subclass (as a frozen dataclass) to add one.
+    :func:`threshold_top_k`, :func:`identity`); subclass (as a frozen dataclass) to add one.
 
     Attributes:
       name: the factory's name, e.g. ``"top_k"``.
@@ -520,6 +527,129 @@ class _BlockTopK(Compressor):
         return kept * (FLOAT_BITS + _index_bits(min(self.block_size, dim)))
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+class _ThresholdTopK(Compressor):
+    name: ClassVar[str] = "threshold_top_k"
+    # The sampled coordinates come from the key; the contraction bound holds for every key.
+    deterministic: ClassVar[bool] = False
+
+    k: int | None = None
+    ratio: float | None = None
+    sample_size: int = _THRESHOLD_SAMPLE_SIZE
+    oversample: float = _THRESHOLD_OVERSAMPLE
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_k_ratio(self.k, self.ratio)
+        if not _is_int(self.sample_size):
+            raise TypeError(f"sample_size must be an int >= 1, got {self.sample_size!r}")
+        if self.sample_size < 1:
+            raise ValueError(f"sample_size must be >= 1, got {self.sample_size}")
+        if not _is_real(self.oversample):
+            raise TypeError(f"oversample must be a number in [1, inf), got {self.oversample!r}")
+        if not (math.isfinite(self.oversample) and self.oversample >= 1.0):
+            raise ValueError(f"oversample must lie in [1, inf), got {self.oversample}")
+
+    def _nominal(self, dim: int) -> int:
+        """The number of entries the threshold aims at, ``min(d, ceil(oversample k))``."""
+        k = _k_from(self.k, self.ratio, dim)
+        return min(int(dim), math.ceil(round(self.oversample * k, 6)))
+
+    def threshold(self, v: jax.Array, rng_key: jax.Array) -> jax.Array:
+        """The sampled threshold ``tau``: an order statistic of ``|v|`` on sampled coordinates.
+
+        For ``d <= sample_size`` it is the exact ``min(d, ceil(oversample k))``-th largest
+        ``|v_j|`` (no sampling, ``rng_key`` unused); otherwise the ``ceil(q s)``-th largest of
+        ``|v|`` at ``s = sample_size`` coordinates drawn uniformly with replacement from
+        ``rng_key``, ``q = oversample k / d`` (the ``1 - q`` sample quantile). ``tau`` is one
+        of the ``|v_j|``, in ``v``'s dtype.
+        """
+        v = _check_vector(v)
+        dim = v.shape[0]
+        if dim <= self.sample_size:
+            return _kth_largest(jnp.abs(v), self._nominal(dim))
+        index = jax.random.randint(rng_key, (self.sample_size,), 0, dim)
+        sample = jnp.abs(v.at[index].get(mode="promise_in_bounds"))
+        fraction = self._nominal(dim) / dim
+        rank = min(self.sample_size, max(1, math.ceil(round(fraction * self.sample_size, 6))))
+        return _kth_largest(sample, rank)
+
+    def compress(self, v, rng_key=None):
+        v = _check_vector(v)
+        if rng_key is None:
+            raise ValueError("rng_key is required by threshold_top_k")
+        dim = v.shape[0]
+        k = _k_from(self.k, self.ratio, dim)
+        tau = self.threshold(v, rng_key)
+        if dim <= self.sample_size:
+            # tau is the exact r-th largest magnitude, r >= k: at least k entries pass.
+            return jnp.where(jnp.abs(v) >= tau, v, jnp.zeros((), v.dtype))
+        return _keep_top_set(v, tau, k)
+
+    def alpha(self, dim):
+        return _k_from(self.k, self.ratio, dim) / dim
+
+    def bits(self, dim):
+        return self._nominal(dim) * (FLOAT_BITS + _index_bits(dim))
+
+
+def _count_at_least(magnitude: jax.Array, threshold: jax.Array) -> jax.Array:
+    """``#{i : magnitude_i >= threshold}``: float32 (exact up to 2^24 entries), int32 beyond."""
+    at_least = magnitude >= threshold
+    if magnitude.shape[0] <= _FLOAT_COUNT_MAX:
+        # On CPU XLA reduces a float32 sum in one vectorised pass; an int32 sum goes through a
+        # cascade of reduce-windows over a materialised int32 copy (no faster in our timings).
+        return jnp.sum(jnp.where(at_least, 1.0, 0.0).astype(jnp.float32))
+    return jnp.sum(at_least, dtype=jnp.int32)
+
+
+def _kth_largest(magnitude: jax.Array, rank: int) -> jax.Array:
+    """The ``rank``-th largest entry of a non-negative float vector, by a radix search.
+
+    Non-negative floats order like their bit patterns read as integers, so the answer, the
+    largest ``t`` with ``#{x_i >= t} >= rank``, is found one bit at a time from the top: a bit
+    stays set when at least ``rank`` entries lie at or above the prefix with it set (a prefix
+    that reads as NaN counts nothing). That is ``bits - 1`` counting passes: on CPU several
+    times faster than ``lax.top_k`` or a sort of a few thousand entries, and about 10x faster
+    than ``lax.top_k`` of 1% of 2.5M entries.
+    """
+    bits = jnp.finfo(magnitude.dtype).bits
+    itype = {16: jnp.int16, 32: jnp.int32, 64: jnp.int64}[bits]
+
+    def step(i, prefix):
+        candidate = prefix | jnp.left_shift(jnp.ones((), itype), (bits - 2 - i).astype(itype))
+        value = jax.lax.bitcast_convert_type(candidate, magnitude.dtype)
+        return jnp.where(_count_at_least(magnitude, value) >= rank, candidate, prefix)
+
+    prefix = jax.lax.fori_loop(0, bits - 1, step, jnp.zeros((), itype))
+    # XLA on CPU compares with subnormals treated as zero, which would leave the search at the
+    # largest subnormal where the answer is 0: subnormal results are read as 0 (a threshold
+    # that keeps at least as much, so the callers' top-set arguments are unchanged).
+    smallest_normal = jax.lax.bitcast_convert_type(
+        jnp.asarray(jnp.finfo(magnitude.dtype).tiny, magnitude.dtype), itype
+    )
+    prefix = jnp.where(prefix < smallest_normal, jnp.zeros((), itype), prefix)
+    return jax.lax.bitcast_convert_type(prefix, magnitude.dtype)
+
+
+def _keep_top_set(v: jax.Array, tau: jax.Array, k: int) -> jax.Array:
+    """``v`` on ``{|v_i| >= tau}`` if that set has ``>= k`` entries, else on ``{|v_i| >= t}``.
+
+    ``t`` is the exact ``k``-th largest ``|v_i|`` (:func:`_kth_largest` over the whole
+    vector), computed under ``lax.cond`` only when the sampled threshold keeps too few entries;
+    ``{|v_i| >= t}`` is ``lax.top_k``'s set when no other entry ties with the ``k``-th, and a
+    larger top-set otherwise. Only the scalar threshold crosses the ``cond``, so the final
+    select stays one elementwise pass fused with its consumers (an array result of the ``cond``
+    would be materialised).
+    """
+    tau = tau.astype(v.dtype)
+    enough = _count_at_least(jnp.abs(v), tau) >= k
+    t = jax.lax.cond(enough, lambda: tau, lambda: _kth_largest(jnp.abs(v), k))
+    # |v| >= t without an abs that XLA would share with the count and so materialise.
+    keep = (v >= t) | (v <= -t)
+    return jnp.where(keep, v, jnp.zeros((), v.dtype))
+
+
 # ------------------------------------------------------------------------------------------------
 # Factories.
 
@@ -778,3 +908,85 @@ def block_top_k(k_per_block: int = 1, block_size: int = 100, *, scope: str = "le
       Distributed Optimization", ICML 2026 (arXiv 2605.31594) (any contractive compressor).
     """
     return _BlockTopK(k_per_block=k_per_block, block_size=block_size, scope=scope)
+
+
+def threshold_top_k(
+    k: int | None = None,
+    *,
+    ratio: float | None = None,
+    sample_size: int = _THRESHOLD_SAMPLE_SIZE,
+    oversample: float = _THRESHOLD_OVERSAMPLE,
+    scope: str = "leaf",
+) -> Compressor:
+    """Sampled-threshold top-k: keeps every entry with ``|v_j| >= tau``, ``tau`` from a sample.
+
+    ``tau`` estimates the ``1 - q`` quantile of ``|v|``, ``q = oversample k / d``: it is the
+    ``ceil(q s)``-th largest ``|v_j|`` over ``s = sample_size`` coordinates drawn with
+    replacement from the key (for ``d <= s``, the exact ``ceil(oversample k)``-th largest), found
+    by a radix search over the bits of the sampled magnitudes (no sort). Then
+
+        m = #{j : |v_j| >= tau},     C(v) = v * 1[|v| >= tau],
+
+    one counting pass and one elementwise select, in time linear in ``d``. The kept set is a
+    top-set of ``|v|`` (everything at or above ``tau``, ties included), so when ``m >= k`` its
+    mass is at least the top-``k`` mass, itself at least ``(k/d) ||v||^2``:
+
+        ||C(v) - v||^2 <= (1 - k/d) ||v||^2     for every v and every key,
+
+    ``alpha = k/d`` as for :func:`top_k`. When the sample overestimates ``tau`` (``m < k``) the
+    operator falls back, under ``jax.lax.cond``, to the exact ``k``-th largest magnitude ``t``
+    (a radix search over the whole vector, about 10x faster on CPU than ``jax.lax.top_k``) and
+    keeps ``{|v_j| >= t}``: exactly top-``k`` when no other entry ties with the ``k``-th, a
+    larger top-set otherwise. So the bound is deterministic. ``oversample`` and
+    ``sample_size`` trade message size and sampling cost for the fallback's probability: for a
+    continuous ``|v|`` the fraction above ``tau`` is ``Beta(r, s - r + 1)``-distributed,
+    ``r = ceil(q s)``, so ``P(m < k)`` is that Beta's CDF at ``k/d``. At ``k/d = 1%``:
+    ``s = 4096, oversample = 1.25`` gives 5.3% (measured 4.8% over 4000 keys on a Gaussian
+    2.5M-vector), ``4096, 1.5`` gives 0.12% (measured 0.05%), the defaults ``8192, 1.5`` give
+    1.3e-5 and ``16384, 1.5`` 1e-9. Under ``jax.vmap`` the ``cond`` becomes a select and both
+    branches run.
+
+    The same key samples the same coordinates for ``v`` and ``-v`` and ``|.|`` is symmetric, so
+    ``C(-v) = -C(v)``. Messages have a data-dependent number ``m`` of entries (about
+    ``oversample k`` for a continuous ``|v|``, 5% to 95% range ``[1.3k, 1.7k]`` with the
+    defaults at ``k/d = 1%``; ``k`` or a few more after a fallback; up to ``d`` when many
+    ``|v_j|`` tie at ``tau``, e.g. all equal); :meth:`bits` is a static int and reports the
+    nominal ``ceil(oversample k) (32 + ceil(log2 d))``, which error feedback's bit counters
+    use: an approximation of the bits sent, not a bound.
+
+    Args:
+      k: the guaranteed number of kept entries, an int in ``(0, d]``. Exactly one of ``k``
+        and ``ratio``.
+      ratio: fraction in ``(0, 1]``; a ``d``-vector has ``k = max(1, ceil(ratio d))``.
+      sample_size: number of sampled coordinates ``s``, an int ``>= 1`` (the quantile of a
+        vector with ``d <= s`` entries is computed exactly, without sampling).
+      oversample: the threshold aims at ``oversample k`` entries, a number in ``[1, inf)``.
+      scope: ``"leaf"`` or ``"global"``.
+
+    Returns:
+      The :class:`Compressor` (random: pass a key).
+
+    Raises:
+      ValueError: as for :func:`top_k`; ``sample_size < 1``; ``oversample`` outside
+        ``[1, inf)``.
+      TypeError: a non-int ``k``/``sample_size``, a non-number ``ratio``/``oversample``.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from jaxlab.optim import threshold_top_k
+      >>> c = threshold_top_k(2, oversample=1.0)
+      >>> c.compress(jnp.array([3.0, -1.0, -4.0, 0.5]), jax.random.key(0))  # d <= sample_size
+      Array([ 3.,  0., -4.,  0.], dtype=float32)
+      >>> v = jax.random.normal(jax.random.key(1), (100_000,))
+      >>> out = threshold_top_k(ratio=0.01).compress(v, jax.random.key(2))
+      >>> 1000 <= int((out != 0).sum()) <= 2000, threshold_top_k(ratio=0.01).alpha(100_000)
+      (True, 0.01)
+
+    References:
+      D. Berg Thomsen, A. Taylor, A. Dieuleveut, "A Tight Theory of Error Feedback Algorithms in
+      Distributed Optimization", ICML 2026 (arXiv 2605.31594); Y. Lin, S. Han, H. Mao, Y. Wang,
+      W. J. Dally, "Deep gradient compression", ICLR 2018 (thresholds estimated on a sample).
+    """
+    return _ThresholdTopK(
+        k=k, ratio=ratio, sample_size=sample_size, oversample=oversample, scope=scope
+    )

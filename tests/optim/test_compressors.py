@@ -486,3 +486,171 @@ def test_rotation_needs_even_size_and_vectors_must_be_flat():
         optim.rotation_compressor(0.5, 0.1).compress(jnp.ones(3))
     with pytest.raises(ValueError, match="1-D"):
         optim.top_k(1).compress(jnp.ones((2, 2)))
+
+
+# ------------------------------------------------------------------------------------------------
+# threshold_top_k: a sampled magnitude threshold, exact fallback. Truths: the top-k bound
+# (1 - k/d)||v||^2 computed in numpy, numpy's exact top-k selection (tie-free vectors) and the
+# top-set property (every kept magnitude >= every dropped one).
+
+TD = 64  # vector size of the threshold property tests: above the samples below, so they sample
+THRESHOLD = {
+    # s = 4 samples for 64 entries: the quantile estimate is poor and the fallback frequent.
+    "tiny_sample": optim.threshold_top_k(8, sample_size=4, oversample=1.0),
+    "ratio": optim.threshold_top_k(ratio=0.1, sample_size=16),
+    "k1": optim.threshold_top_k(1, sample_size=8, oversample=2.0),
+}
+_tie_magnitudes = st.sampled_from([0.0, 1.0, 2.0, 1e3])
+_adversarial = st.one_of(
+    hnp.arrays(np.float64, (TD,), elements=_entry),  # zeros, wide magnitude range
+    hnp.arrays(np.float64, (TD,), elements=_tie_magnitudes),  # many ties
+    st.tuples(scales, hnp.arrays(np.bool_, (TD,))).map(  # constant |v|
+        lambda s: np.where(s[1], -s[0], s[0])
+    ),
+    st.tuples(  # a few huge entries among small ones
+        hnp.arrays(np.float64, (TD,), elements=st.floats(-1e-2, 1e-2)),
+        st.lists(st.integers(0, TD - 1), min_size=1, max_size=3),
+    ).map(lambda vi: np.where(np.isin(np.arange(TD), vi[1]), 1e6, vi[0])),
+).filter(lambda v: np.any(v != 0))
+
+
+def _check_top_set(v, out, k):
+    kept = out != 0
+    np.testing.assert_array_equal(out[kept], v[kept])  # kept entries are unchanged
+    if kept.any() and (~kept).any():
+        assert np.abs(v[kept]).min() >= np.abs(v[~kept]).max()  # a top-set of |v|
+    error = float(np.sum((out - v) ** 2))
+    bound = (1.0 - k / v.size) * float(np.sum(v**2))
+    assert error <= bound * (1 + EXACT_RTOL) + 1e-300
+
+
+@pytest.mark.parametrize("name", sorted(THRESHOLD))
+@settings(max_examples=30, deadline=None)
+@given(v=_adversarial, seed=st.integers(0, 2**31 - 1))
+def test_threshold_top_k_deterministic_contraction(name, v, seed):
+    compressor = THRESHOLD[name]
+    k = compressor.alpha(TD) * TD
+    with jax.enable_x64(True):
+        out = np.asarray(_compress(compressor, jnp.asarray(v), jax.random.PRNGKey(seed)))
+    _check_top_set(v, out, round(k))
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _keep(v, tau, k):
+    from jaxlab.optim._compressors import _keep_top_set
+
+    return _keep_top_set(v, tau, k)
+
+
+@settings(max_examples=30, deadline=None)
+@given(v=nonzero_vectors, k=st.integers(1, D))
+def test_threshold_fallback_equals_exact_top_k(v, k):
+    # A threshold above every |v_i| keeps nothing, so the fallback must run; on tie-free
+    # magnitudes its set {|v| >= k-th largest} is exactly top-k's.
+    v = v * (1.0 + np.arange(D) * 1e-9)  # break ties in |v|
+    with jax.enable_x64(True):
+        out = np.asarray(_keep(jnp.asarray(v), jnp.float64(1e9), k))
+        reference = np.asarray(_compress(optim.top_k(k), jnp.asarray(v), None))
+    np.testing.assert_array_equal(out, reference)
+    assert np.count_nonzero(out) == k
+
+
+def test_threshold_fallback_with_ties_keeps_a_larger_top_set():
+    v = jnp.array([1.0, -2.0, 2.0, 0.5, -2.0, 3.0])
+    out = np.asarray(_keep(v, jnp.float32(10.0), 2))  # 2nd largest |v| is 2, tied three times
+    np.testing.assert_array_equal(out, [0.0, -2.0, 2.0, 0.0, -2.0, 3.0])
+
+
+def test_threshold_without_fallback_keeps_exactly_the_threshold_set():
+    v = jnp.arange(1.0, 11.0)
+    out = np.asarray(_keep(v, jnp.float32(7.0), 3))  # 4 entries >= 7 >= k = 3: no fallback
+    np.testing.assert_array_equal(out, np.where(np.arange(1.0, 11.0) >= 7, v, 0))
+
+
+def test_threshold_top_k_small_vectors_use_the_exact_quantile():
+    # d <= sample_size: tau is the exact ceil(oversample k)-th largest magnitude, no key used.
+    v = jnp.array([0.1, -5.0, 3.0, -0.2, 4.0, 1.0, -2.0, 0.3])
+    c = optim.threshold_top_k(2, oversample=1.5)  # keeps the 3 largest
+    out = np.asarray(c.compress(v, jax.random.PRNGKey(0)))
+    np.testing.assert_array_equal(out, [0, -5.0, 3.0, 0, 4.0, 0, 0, 0])
+    assert c.alpha(8) == 0.25 and c.bits(8) == 3 * (32 + 3)
+
+
+def test_radix_kth_largest_matches_sort():
+    from jaxlab.optim._compressors import _kth_largest
+
+    rng = np.random.default_rng(0)
+    x = np.abs(rng.standard_normal(300)).astype(np.float32)
+    x[::7] = x[3]  # ties
+    x[::11] = 0.0
+    for dtype in (jnp.float32, jnp.bfloat16):
+        xs = jnp.asarray(x, dtype)
+        ordered = np.sort(np.asarray(xs, np.float32))[::-1]
+        for rank in (1, 2, 37, 150, 300):
+            got = _kth_largest(xs, rank)
+            assert got.dtype == dtype and float(got) == ordered[rank - 1]
+
+
+def test_threshold_top_k_sampled_count_near_oversample_k():
+    # d = 20000 > sample_size: about oversample * k kept (Beta spread), never fewer than k.
+    v = jax.random.normal(jax.random.PRNGKey(3), (20_000,))
+    c = optim.threshold_top_k(ratio=0.01, sample_size=2048, oversample=1.5)
+    counts = [int(np.count_nonzero(_compress(c, v, jax.random.PRNGKey(seed)))) for seed in range(8)]
+    assert min(counts) >= 200 and 1.1 * 300 > np.mean(counts) > 0.9 * 300, counts
+
+
+@settings(max_examples=15, deadline=None)
+@given(v=_adversarial, seed=st.integers(0, 2**31 - 1))
+def test_threshold_top_k_is_odd(v, seed):
+    compressor = THRESHOLD["tiny_sample"]
+    key = jax.random.PRNGKey(seed)
+    with jax.enable_x64(True):
+        plus = np.asarray(_compress(compressor, jnp.asarray(v), key))
+        minus = np.asarray(_compress(compressor, jnp.asarray(-v), key))
+    np.testing.assert_array_equal(minus, -plus)
+
+
+@pytest.mark.parametrize("scope", ["leaf", "global"])
+def test_threshold_top_k_keeps_dtype_under_strict_promotion(scope):
+    compressor = optim.threshold_top_k(ratio=0.25, sample_size=4, scope=scope)
+    tree = {"a": jax.random.normal(jax.random.PRNGKey(0), (40,), jnp.bfloat16)}
+    with jax.numpy_dtype_promotion("strict"):
+        out = _call(compressor, tree, jax.random.PRNGKey(1))
+    assert out["a"].dtype == jnp.bfloat16 and out["a"].shape == (40,)
+    _check_top_set(
+        np.asarray(tree["a"], np.float64), np.asarray(out["a"], np.float64), round(0.25 * 40)
+    )
+
+
+def test_threshold_top_k_flags_repr_and_key():
+    c = optim.threshold_top_k(ratio=0.01)
+    assert not c.deterministic and c.name == "threshold_top_k"
+    assert c == optim.threshold_top_k(ratio=0.01) and hash(c) == hash(
+        optim.threshold_top_k(ratio=0.01)
+    )
+    assert repr(c) == "threshold_top_k(ratio=0.01, sample_size=8192, oversample=1.5, scope='leaf')"
+    with pytest.raises(ValueError, match="rng_key"):
+        c({"a": jnp.ones(4)})
+    assert c.alpha(1000) == 0.01 and c.bits(1000) == 15 * (32 + 10)
+
+
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (lambda: optim.threshold_top_k(0), ValueError, "k must"),
+        (lambda: optim.threshold_top_k(ratio=1.5), ValueError, "ratio"),
+        (lambda: optim.threshold_top_k(), ValueError, "k and ratio"),
+        (lambda: optim.threshold_top_k(2, sample_size=0), ValueError, "sample_size"),
+        (lambda: optim.threshold_top_k(2, sample_size=8.0), TypeError, "sample_size"),
+        (lambda: optim.threshold_top_k(2, oversample=0.9), ValueError, "oversample"),
+        (lambda: optim.threshold_top_k(2, oversample=float("inf")), ValueError, "oversample"),
+        (lambda: optim.threshold_top_k(2, oversample="1.5"), TypeError, "oversample"),
+        (lambda: optim.threshold_top_k(2.5), TypeError, "k"),
+        (lambda: optim.threshold_top_k(2, scope="all"), ValueError, "scope"),
+    ],
+)
+def test_threshold_top_k_bad_input(make, error, match):
+    with pytest.raises(error, match=match):
+        make()
+    with pytest.raises(ValueError, match=r"k must lie in \(0, d\]"):
+        optim.threshold_top_k(5).compress(jnp.ones(3), jax.random.PRNGKey(0))
