@@ -1,11 +1,12 @@
 """jaxlab: the newest optimization research as JAX code researchers use.
 
 Subpackages: ``jaxlab.optim`` (optax transforms), ``jaxlab.distributed`` (meshes and
-multi-process launch), ``jaxlab.experiments`` (the registered paper reproductions).
+multi-process launch), ``jaxlab.solvers`` (jaxopt-shaped solvers), ``jaxlab.nn`` (flax.nnx
+modules), ``jaxlab.experiments`` (the registered paper reproductions).
 """
 
 __version__ = "0.1.0"
 
-from jaxlab import distributed, optim  # noqa: E402
+from jaxlab import distributed, nn, optim, solvers  # noqa: E402
 
-__all__ = ["__version__", "distributed", "optim"]
+__all__ = ["__version__", "distributed", "nn", "optim", "solvers"]

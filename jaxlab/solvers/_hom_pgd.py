@@ -1,0 +1,463 @@
+"""Hom-PGD⁺: projected gradient descent in the latent ball of a homeomorphism Φ: 𝔹 -> K.
+
+To minimise f over a non-convex set K homeomorphic to the unit ball, Hom-PGD⁺ runs projected
+gradient on z with x = Φ(z)::
+
+    z_{k+1} = Π_𝔹(z_k - η_k J_Φ(z_k)^T ∇f(Φ(z_k))),     Π_𝔹(z) = z / max(1, ||z||₂),
+
+so the iterates x_k = Φ(z_k) stay in Φ(𝔹) ⊂ K (up to the learning error of Φ) and every step
+costs one vector-Jacobian product. The public code's variant replaces the projection by a
+bisection repair toward the last feasible iterate (``repair="bisection"``).
+
+References:
+  C. Liu, E. Liang, M. Chen, "Hom-PGD⁺: Fast Reparameterized Optimization over Non-convex
+  Ball-Homeomorphic Set", ICML 2026.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from jaxlab._src.solver import IterativeSolver, OptStep
+
+__all__ = ["HomPGD", "HomPGDState", "bisection_repair", "project_ball"]
+
+_PROJECTIONS = ("ball", "box", "none")
+_REPAIRS = ("none", "bisection")
+_STOPPING = ("gradient_mapping", "objective_change")
+
+
+def _safe_norm(z: jax.Array, axis: int = -1) -> jax.Array:
+    """||z|| with a finite gradient at 0 (the gradient there is taken as 0)."""
+    squared = jnp.sum(z * z, axis=axis, keepdims=True)
+    positive = squared > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, squared, 1.0)), 0.0)
+
+
+def project_ball(z: ArrayLike, radius: ArrayLike = 1.0) -> jax.Array:
+    """Euclidean projection onto the ball of radius ``radius`` (over the last axis).
+
+    ``Π(z) = z * min(1, r / ||z||₂)``: points inside are unchanged, points outside are scaled
+    onto the sphere. Leading axes are batch axes.
+
+    Args:
+      z: array (..., n).
+      radius: r > 0.
+
+    Returns:
+      The projected array, same shape and dtype as ``z``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> project_ball(jnp.array([3.0, 4.0])).tolist()
+      [0.6000000238418579, 0.800000011920929]
+      >>> project_ball(jnp.array([0.3, 0.4])).tolist()
+      [0.30000001192092896, 0.4000000059604645]
+
+    References:
+      C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (the latent projection Π_𝔹).
+    """
+    z = jnp.asarray(z)
+    if not jnp.issubdtype(z.dtype, jnp.floating):
+        raise TypeError(f"z must be a floating array, got dtype {z.dtype}")
+    if z.ndim < 1:
+        raise ValueError(f"z must have at least one axis, got shape {z.shape}")
+    if not isinstance(radius, jax.core.Tracer) and not np.all(np.asarray(radius) > 0):
+        raise ValueError(f"radius must be > 0, got {radius!r}")
+    radius = jnp.asarray(radius, z.dtype)
+    return z / jnp.maximum(1.0, _safe_norm(z) / radius)
+
+
+def _bisect(z_feasible, z_candidate, is_feasible, num_steps: int, tol: float) -> jax.Array:
+    """Largest α found on [0, 1] with ``is_feasible(z_f + α (z_c - z_f))``, given α = 0 is."""
+    dtype = z_feasible.dtype
+
+    def cond(carry):
+        lo, hi, k = carry
+        return (k < num_steps) & (hi - lo >= tol)
+
+    def body(carry):
+        lo, hi, k = carry
+        mid = 0.5 * (lo + hi)
+        ok = is_feasible(z_feasible + mid * (z_candidate - z_feasible))
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid), k + 1
+
+    init = (jnp.zeros((), dtype), jnp.ones((), dtype), jnp.zeros((), jnp.int32))
+    lo, _, _ = jax.lax.while_loop(cond, body, init)
+    return lo
+
+
+def bisection_repair(
+    z_feasible: ArrayLike,
+    z_candidate: ArrayLike,
+    is_feasible: Callable[[jax.Array], jax.Array],
+    num_steps: int = 10,
+    tol: float = 1e-5,
+) -> jax.Array:
+    """Pulls an infeasible candidate back along the segment toward a feasible point.
+
+    Returns ``z_f + α (z_c - z_f)`` with α = 1 when the candidate is feasible, otherwise the
+    feasible end of a bisection bracket on α ∈ [0, 1] after at most ``num_steps`` halvings
+    (stopping once the bracket is shorter than ``tol``). ``z_feasible`` is assumed feasible, so
+    the output is feasible whenever it is.
+
+    Args:
+      z_feasible: a feasible point (the last feasible iterate).
+      z_candidate: the proposed point, same shape and dtype.
+      is_feasible: ``point -> bool`` scalar (traceable).
+      num_steps: maximum number of halvings (>= 1).
+      tol: stop when the bracket on α is shorter than this (> 0).
+
+    Returns:
+      The repaired point, on the segment [z_feasible, z_candidate].
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> inside_unit_disk = lambda z: jnp.sum(z**2) <= 1.0
+      >>> z = bisection_repair(jnp.zeros(2), jnp.array([2.0, 0.0]), inside_unit_disk,
+      ...                      num_steps=30, tol=1e-7)
+      >>> round(float(z[0]), 5), float(z[1])
+      (1.0, 0.0)
+
+    References:
+      C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (bisection repair of the public code).
+    """
+    z_feasible = jnp.asarray(z_feasible)
+    z_candidate = jnp.asarray(z_candidate)
+    if z_feasible.shape != z_candidate.shape:
+        raise ValueError(
+            f"z_feasible and z_candidate must have the same shape, got {z_feasible.shape} and "
+            f"{z_candidate.shape}"
+        )
+    if not jnp.issubdtype(z_feasible.dtype, jnp.floating):
+        raise TypeError(f"z_feasible must be a floating array, got dtype {z_feasible.dtype}")
+    z_candidate = z_candidate.astype(z_feasible.dtype)
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
+        raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+    if not tol > 0:
+        raise ValueError(f"tol must be > 0, got {tol!r}")
+    if not callable(is_feasible):
+        raise TypeError(f"is_feasible must be callable, got {type(is_feasible).__name__}")
+    candidate_ok = jnp.asarray(is_feasible(z_candidate))
+    if candidate_ok.shape != ():
+        raise ValueError(f"is_feasible must return a scalar, got shape {candidate_ok.shape}")
+    alpha = jax.lax.cond(
+        candidate_ok,
+        lambda: jnp.ones((), z_feasible.dtype),
+        lambda: _bisect(z_feasible, z_candidate, is_feasible, num_steps, tol),
+    )
+    return z_feasible + alpha * (z_candidate - z_feasible)
+
+
+class HomPGDState(NamedTuple):
+    """State of :class:`HomPGD`; every field describes the current iterate z_k.
+
+    Attributes:
+      iter_num: number of updates done (int32).
+      stepsize: the adaptive step η_k used by the next update.
+      value: f(Φ(z_k)).
+      error: the stopping quantity (gradient-mapping norm, or |Δf| for the code's rule).
+      violation: max(0, max_j g_j(Φ(z_k))) with the solver's ``constraint_fn`` (0 without one):
+        the learning error of Φ seen at the iterate.
+      latent_grad: ∇_z f(Φ(z_k)), carried so that each update costs exactly one VJP.
+
+    Examples:
+      >>> HomPGDState._fields
+      ('iter_num', 'stepsize', 'value', 'error', 'violation', 'latent_grad')
+    """
+
+    iter_num: jax.Array
+    stepsize: jax.Array
+    value: jax.Array
+    error: jax.Array
+    violation: jax.Array
+    latent_grad: jax.Array
+
+
+@dataclasses.dataclass(eq=False, init=False)
+class HomPGD(IterativeSolver):
+    """Projected gradient in the latent ball of a homeomorphism Φ: 𝔹 -> K (Hom-PGD⁺).
+
+    For ``x = Φ(z, *args)`` and objective ``f(x, *args)``, one update is::
+
+        g_k     = J_Φ(z_k)^T ∇f(Φ(z_k))                   (one jax.vjp)
+        z_{k+1} = P(z_k - η_k g_k)                         (P: ball, box or no projection)
+        η_{k+1} = max(decay η_k, η_min) if f(Φ(z_{k+1})) > f(Φ(z_k)) else η_k
+
+    With ``repair="bisection"`` (the public code's rule) an infeasible z_{k+1} (violation of
+    ``constraint_fn`` above ``feasibility_tol``) is pulled back by :func:`bisection_repair`
+    toward z_k when z_k is feasible; with no feasible anchor the less violated of z_k, z_{k+1}
+    is kept. ``optimality_fun`` is the latent gradient mapping
+    ``G(z) = (z - P(z - η₀ ∇_z f(Φ(z)))) / η₀`` (η₀ = ``stepsize``), zero exactly at the
+    stationary points of z -> f(Φ(z)) over the latent domain. Stationarity in z is not
+    stationarity in x where Φ flattens regions.
+
+    Stopping (``stopping``): ``"gradient_mapping"`` stops when ``||G(z_k)|| <= tol``;
+    ``"objective_change"`` (the code's rule) when ``|f_k - f_{k-1}| <= tol`` while z_k is
+    feasible.
+
+    Args:
+      fun: objective ``fun(x, *args) -> scalar``.
+      homeomorphism: ``homeomorphism(z, *args) -> x``, e.g. a trained
+        ``jaxlab.nn.InvertibleNet`` wrapped as ``lambda z, c: net(z, c)[0]``.
+      constraint_fn: optional ``constraint_fn(x, *args) -> residuals`` (<= 0 feasible); used for
+        the reported violation, the bisection repair and the code's stopping rule.
+      stepsize: initial step η₀ > 0.
+      adaptive_decay: factor in (0, 1] applied to η when the objective increased (1: fixed).
+      min_stepsize: floor of η, in [0, stepsize].
+      repair: ``"none"`` (paper) or ``"bisection"`` (code; needs ``constraint_fn``).
+      projection: latent domain: ``"ball"`` (paper, n <= 2 latents), ``"box"`` ([-1, 1]^n, the
+        code's latent cube for n > 2) or ``"none"`` (the code's unprojected step).
+      stopping: ``"gradient_mapping"`` or ``"objective_change"``.
+      bisection_steps: maximum halvings of the repair (10; 20 in the code's 2-D toy).
+      bisection_tol: bracket length at which the repair stops.
+      feasibility_tol: a residual above this is a violation (repair and stopping).
+      maxiter: maximum number of updates.
+      tol: stopping tolerance.
+      implicit_diff: differentiate ``run``'s solution by the implicit function theorem on
+        ``optimality_fun`` (valid at a nondegenerate stationary point).
+      unroll: loop with ``lax.scan`` over ``maxiter`` steps.
+      jit: jit ``run``.
+
+    Examples:
+      Minimise a linear function over the star-shaped set ``||x|| <= 1 + 0.6 sin(4θ)``
+      through its exact radial homeomorphism:
+
+      >>> import jax, jax.numpy as jnp
+      >>> def star(z):
+      ...     return z * (1.0 + 0.6 * jnp.sin(4.0 * jnp.arctan2(z[1], z[0])))
+      >>> solver = HomPGD(lambda x: -x[0], star, stepsize=0.05, maxiter=2000, tol=1e-6)
+      >>> z, state = solver.run(jnp.array([0.2, 0.1]))
+      >>> round(float(jnp.linalg.norm(z)), 4)  # the optimum lies on ∂K = Φ(∂𝔹)
+      1.0
+      >>> round(float(state.value), 4)  # max of R(θ) cos θ over the boundary: 1.4960
+      -1.496
+
+    References:
+      C. Liu, E. Liang, M. Chen, "Hom-PGD⁺: Fast Reparameterized Optimization over Non-convex
+      Ball-Homeomorphic Set", ICML 2026.
+    """
+
+    fun: Callable[..., jax.Array] = None  # type: ignore[assignment]
+    homeomorphism: Callable[..., jax.Array] = None  # type: ignore[assignment]
+    constraint_fn: Callable[..., jax.Array] | None = None
+    stepsize: float = 0.1
+    adaptive_decay: float = 0.999
+    min_stepsize: float = 1e-6
+    repair: Literal["none", "bisection"] = "none"
+    projection: Literal["ball", "box", "none"] = "ball"
+    stopping: Literal["gradient_mapping", "objective_change"] = "gradient_mapping"
+    bisection_steps: int = 10
+    bisection_tol: float = 1e-5
+    feasibility_tol: float = 1e-5
+
+    def __init__(
+        self,
+        fun: Callable[..., jax.Array],
+        homeomorphism: Callable[..., jax.Array],
+        constraint_fn: Callable[..., jax.Array] | None = None,
+        stepsize: float = 0.1,
+        adaptive_decay: float = 0.999,
+        min_stepsize: float = 1e-6,
+        repair: Literal["none", "bisection"] = "none",
+        projection: Literal["ball", "box", "none"] = "ball",
+        stopping: Literal["gradient_mapping", "objective_change"] = "gradient_mapping",
+        bisection_steps: int = 10,
+        bisection_tol: float = 1e-5,
+        feasibility_tol: float = 1e-5,
+        maxiter: int = 500,
+        tol: float = 1e-5,
+        implicit_diff: bool = True,
+        unroll: bool = False,
+        jit: bool = True,
+    ):
+        # A hand-written __init__ so that `fun` and `homeomorphism` come first positionally
+        # (the base dataclass's fields all have defaults and would otherwise precede them).
+        self.fun = fun
+        self.homeomorphism = homeomorphism
+        self.constraint_fn = constraint_fn
+        self.stepsize = stepsize
+        self.adaptive_decay = adaptive_decay
+        self.min_stepsize = min_stepsize
+        self.repair = repair
+        self.projection = projection
+        self.stopping = stopping
+        self.bisection_steps = bisection_steps
+        self.bisection_tol = bisection_tol
+        self.feasibility_tol = feasibility_tol
+        self.maxiter = maxiter
+        self.tol = tol
+        self.implicit_diff = implicit_diff
+        self.unroll = unroll
+        self.jit = jit
+        self.__post_init__()
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not callable(self.fun):
+            raise TypeError(f"fun must be callable, got {type(self.fun).__name__}")
+        if not callable(self.homeomorphism):
+            raise TypeError(
+                f"homeomorphism must be callable, got {type(self.homeomorphism).__name__}"
+            )
+        if self.constraint_fn is not None and not callable(self.constraint_fn):
+            raise TypeError(
+                f"constraint_fn must be callable or None, got {type(self.constraint_fn).__name__}"
+            )
+        if not self.stepsize > 0:
+            raise ValueError(f"stepsize must be > 0, got {self.stepsize!r}")
+        if not 0 < self.adaptive_decay <= 1:
+            raise ValueError(f"adaptive_decay must be in (0, 1], got {self.adaptive_decay!r}")
+        if not 0 <= self.min_stepsize <= self.stepsize:
+            raise ValueError(
+                f"min_stepsize must be in [0, stepsize={self.stepsize}], got {self.min_stepsize!r}"
+            )
+        if self.repair not in _REPAIRS:
+            raise ValueError(f"repair must be one of {_REPAIRS}, got {self.repair!r}")
+        if self.projection not in _PROJECTIONS:
+            raise ValueError(f"projection must be one of {_PROJECTIONS}, got {self.projection!r}")
+        if self.stopping not in _STOPPING:
+            raise ValueError(f"stopping must be one of {_STOPPING}, got {self.stopping!r}")
+        if self.constraint_fn is None and self.repair == "bisection":
+            raise ValueError('repair="bisection" needs a constraint_fn')
+        if self.constraint_fn is None and self.stopping == "objective_change":
+            raise ValueError('stopping="objective_change" needs a constraint_fn (feasibility)')
+        steps = self.bisection_steps
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"bisection_steps must be a positive int, got {steps!r}")
+        if not self.bisection_tol > 0:
+            raise ValueError(f"bisection_tol must be > 0, got {self.bisection_tol!r}")
+        if not self.feasibility_tol >= 0:
+            raise ValueError(f"feasibility_tol must be >= 0, got {self.feasibility_tol!r}")
+
+    # -- pieces ------------------------------------------------------------------------------
+    def _project(self, z: jax.Array) -> jax.Array:
+        if self.projection == "ball":
+            return project_ball(z)
+        if self.projection == "box":
+            return jnp.clip(z, -1.0, 1.0)
+        return z
+
+    def _violation(self, x: jax.Array, args: tuple) -> jax.Array:
+        if self.constraint_fn is None:
+            return jnp.zeros((), x.dtype)
+        residuals = jnp.asarray(self.constraint_fn(x, *args))
+        return jnp.maximum(jnp.max(residuals), 0.0).astype(x.dtype)
+
+    def _objective(self, z: jax.Array, args: tuple) -> tuple[jax.Array, jax.Array]:
+        x = self.homeomorphism(z, *args)
+        value = jnp.asarray(self.fun(x, *args))
+        if value.shape != ():
+            raise ValueError(f"fun must return a scalar, got shape {value.shape}")
+        return value, x
+
+    def _evaluate(self, z: jax.Array, args: tuple):
+        (value, x), grad = jax.value_and_grad(self._objective, has_aux=True)(z, args)
+        return value.astype(z.dtype), grad, self._violation(x, args)
+
+    def _gradient_mapping(self, z: jax.Array, grad: jax.Array) -> jax.Array:
+        eta = jnp.asarray(self.stepsize, z.dtype)
+        return (z - self._project(z - eta * grad)) / eta
+
+    def _check_params(self, params: Any) -> jax.Array:
+        z = jnp.asarray(params)
+        if z.ndim != 1:
+            raise ValueError(f"params must be a latent vector of shape (n,), got shape {z.shape}")
+        if not jnp.issubdtype(z.dtype, jnp.floating):
+            raise TypeError(f"params must be a floating array, got dtype {z.dtype}")
+        return z
+
+    # -- the solver interface ----------------------------------------------------------------
+    def init_state(self, init_params: ArrayLike, *args) -> HomPGDState:
+        """State at ``init_params`` (evaluates f, its latent gradient and the violation)."""
+        z = self._check_params(init_params)
+        value, grad, violation = self._evaluate(z, args)
+        return HomPGDState(
+            iter_num=jnp.asarray(0, jnp.int32),
+            stepsize=jnp.asarray(self.stepsize, z.dtype),
+            value=value,
+            error=jnp.asarray(jnp.inf, z.dtype),
+            violation=violation,
+            latent_grad=grad,
+        )
+
+    def _repair(self, z: jax.Array, candidate: jax.Array, state: HomPGDState, args: tuple):
+        ftol = self.feasibility_tol
+
+        def violation_at(point):
+            return self._violation(self.homeomorphism(point, *args), args)
+
+        candidate_violation = violation_at(candidate)
+        anchor_ok = state.violation <= ftol
+        candidate_ok = candidate_violation <= ftol
+
+        def bisect():
+            alpha = _bisect(
+                z,
+                candidate,
+                lambda p: violation_at(p) <= ftol,
+                self.bisection_steps,
+                self.bisection_tol,
+            )
+            return z + alpha * (candidate - z)
+
+        def less_violated():
+            return jnp.where(candidate_violation <= state.violation, candidate, z)
+
+        return jax.lax.cond(
+            candidate_ok,
+            lambda: candidate,
+            lambda: jax.lax.cond(anchor_ok, bisect, less_violated),
+        )
+
+    def update(self, params: ArrayLike, state: HomPGDState, *args) -> OptStep:
+        """One latent projected-gradient step (with repair and adaptive step)."""
+        z = self._check_params(params)
+        candidate = self._project(z - state.stepsize * state.latent_grad)
+        if self.repair == "bisection":
+            candidate = self._repair(z, candidate, state, args)
+        value, grad, violation = self._evaluate(candidate, args)
+        increased = value > state.value
+        stepsize = jnp.where(
+            increased,
+            jnp.maximum(self.adaptive_decay * state.stepsize, self.min_stepsize),
+            state.stepsize,
+        ).astype(state.stepsize.dtype)
+        if self.stopping == "objective_change":
+            feasible = violation <= self.feasibility_tol
+            error = jnp.where(feasible, jnp.abs(value - state.value), jnp.inf)
+        else:
+            error = jnp.linalg.norm(self._gradient_mapping(candidate, grad))
+        new_state = HomPGDState(
+            iter_num=state.iter_num + 1,
+            stepsize=stepsize,
+            value=value,
+            error=error.astype(state.error.dtype),
+            violation=violation,
+            latent_grad=grad,
+        )
+        return OptStep(candidate, new_state)
+
+    def optimality_fun(self, params: ArrayLike, *args) -> jax.Array:
+        """Latent gradient mapping ``(z - P(z - η₀ ∇_z f(Φ(z)))) / η₀`` (zero when stationary)."""
+        z = self._check_params(params)
+        grad = jax.grad(lambda p: self._objective(p, args)[0])(z)
+        return self._gradient_mapping(z, grad)
+
+    def decode(self, params: ArrayLike, *args) -> jax.Array:
+        """The x-space point ``Φ(z, *args)`` of a latent iterate.
+
+        Examples:
+          >>> import jax.numpy as jnp
+          >>> solver = HomPGD(lambda x: jnp.sum(x**2), lambda z: 2.0 * z)
+          >>> solver.decode(jnp.array([0.5, 0.25])).tolist()
+          [1.0, 0.5]
+        """
+        return self.homeomorphism(self._check_params(params), *args)

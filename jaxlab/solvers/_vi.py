@@ -1,0 +1,852 @@
+"""Stochastic variational inequality solvers: extragradient (FBF/EG, EG+) and Halpern-anchored FBF.
+
+The problem: find ``z*`` with ``0 ∈ F(z*) + N_Z(z*)``, where ``F`` is an L-Lipschitz operator and
+``N_Z`` the normal cone of a closed convex set ``Z`` (possibly unbounded, e.g. ``R^d x R^d_+``),
+whose projection ``Π_Z`` is given (``optax.projections`` has the usual ones). ``F`` is only seen
+through a stochastic oracle whose variance may grow with ``||z||^2`` (Alacaoglu & Kim 2026), so
+the methods average growing minibatches (or use a recursive estimator) instead of assuming a
+bounded variance.
+
+The operator is a user function ``operator_fn(z, rng_key, batch_size, *args) -> F̂``: an unbiased
+estimate of ``F(z, *args)`` averaged over ``batch_size`` i.i.d. samples drawn from ``rng_key``.
+``batch_size`` is a traced int32 scalar, so the whole run stays inside ``lax.while_loop``; write the
+average as a closed-form draw (a batch of ``b`` Gaussian perturbations of scale ``σ`` is equal in
+law to one of scale ``σ/√b``) or wrap a single-sample oracle with :func:`minibatch_operator`. The
+same ``(rng_key, batch_size)`` must give the same samples at any ``z`` (the recursive estimator
+evaluates one sample set at two points). Oracle calls (``batch_size`` per evaluation) are counted
+in the state, because calls, not iterations, are the cost the theory bounds.
+
+Solvers are dataclasses with jaxopt's shape (``init_state``, ``update``, ``run``,
+``optimality_fun``); the key is passed to ``run``/``init_state`` as the keyword ``rng_key``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxlab._src.solver import IterativeSolver, OptStep, tree_l2_norm
+
+__all__ = [
+    "HalpernExtragradient",
+    "HalpernState",
+    "StochasticExtragradient",
+    "StochasticGradientDescentAscent",
+    "VIState",
+    "constant_batch_schedule",
+    "halpern_anchor_schedule",
+    "minibatch_operator",
+    "natural_residual",
+    "polynomial_batch_schedule",
+]
+
+# Largest batch a schedule returns: batch sizes are int32 (the operator receives a traced int32).
+_MAX_BATCH = 2**31 - 1
+_VARIANTS = ("fbf", "eg")
+_ESTIMATORS = ("minibatch", "recursive")
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers.
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _concrete_float(value: Any, name: str) -> float | None:
+    """``float(value)`` for a concrete number, ``None`` for a tracer (checked by the caller)."""
+    if isinstance(value, jax.core.Tracer):
+        return None
+    if _is_real(value):
+        return float(value)
+    try:
+        array = jnp.asarray(value)
+    except TypeError as err:
+        raise TypeError(f"{name} must be a real number, got {value!r}") from err
+    if array.ndim != 0 or not jnp.issubdtype(array.dtype, jnp.number):
+        raise TypeError(f"{name} must be a real scalar, got {value!r}")
+    return float(array)
+
+
+def _identity(tree):
+    return tree
+
+
+def _float_dtype(tree) -> Any:
+    leaves = jax.tree.leaves(tree)
+    if not leaves:
+        raise ValueError("params must contain at least one array leaf")
+    dtype = jnp.result_type(*leaves)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(f"params must have floating-point leaves, got dtype {dtype}")
+    return dtype
+
+
+def _count_dtype():
+    # int64 under x64 (long runs with p = 2 batches exceed 2^31 calls), int32 otherwise.
+    return jax.dtypes.canonicalize_dtype(jnp.int64)
+
+
+def _scale(tree, factor):
+    return jax.tree.map(lambda x: jnp.asarray(factor, x.dtype) * x, tree)
+
+
+def _add_scaled(x, factor, y):
+    """``x + factor * y`` leaf by leaf, the factor cast to each leaf's dtype."""
+    return jax.tree.map(lambda a, b: a + jnp.asarray(factor, b.dtype) * b, x, y)
+
+
+def _sub(x, y):
+    return jax.tree.map(jnp.subtract, x, y)
+
+
+def _add(x, y):
+    return jax.tree.map(jnp.add, x, y)
+
+
+def _convex_combination(weight, x, y):
+    """``weight * x + (1 - weight) * y``."""
+    return jax.tree.map(
+        lambda a, b: jnp.asarray(weight, a.dtype) * a + (1 - jnp.asarray(weight, b.dtype)) * b, x, y
+    )
+
+
+def _batch_size(schedule, iter_num) -> jax.Array:
+    batch = jnp.asarray(schedule(iter_num))
+    if batch.ndim != 0 or not jnp.issubdtype(batch.dtype, jnp.integer):
+        raise TypeError(
+            f"batch_schedule(k) must return an integer scalar, got {batch.dtype}{list(batch.shape)}"
+        )
+    return batch.astype(jnp.int32)
+
+
+def _describe(tree) -> str:
+    shapes = jax.tree.map(lambda x: f"{jnp.dtype(x.dtype).name}{list(x.shape)}", tree)
+    return str(shapes)
+
+
+def _check_like(name: str, out, params, signature: str) -> None:
+    """Raises ValueError unless ``out`` has the tree structure, shapes and dtypes of ``params``."""
+    same_structure = jax.tree.structure(out) == jax.tree.structure(params)
+    same_leaves = same_structure and all(
+        tuple(o.shape) == tuple(p.shape) and o.dtype == p.dtype
+        for o, p in zip(jax.tree.leaves(out), jax.tree.leaves(params), strict=True)
+    )
+    if not same_leaves:
+        raise ValueError(
+            f"{name}{signature} must return a pytree with the structure, shapes and dtypes of "
+            f"params; got {_describe(out)} for params {_describe(params)}"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Schedules, operators, residual.
+
+
+def polynomial_batch_schedule(
+    initial_batch_size: float = 1, power: float = 1.0
+) -> Callable[[jax.typing.ArrayLike], jax.Array]:
+    """Growing batch sizes ``b_k = ceil(b0 (k + 1)^p)`` for iteration ``k = 0, 1, ...``.
+
+    With ``p = 1`` an ``O(1/√K)`` residual costs ``Σ_k b_k ≈ K²`` calls, i.e. ``Õ(ε⁻⁴)`` calls for
+    residual ``ε`` (the paper's rate); ``p = 2`` is often faster in practice; ``p = 0`` is a
+    constant batch, which stalls at a noise floor (or diverges) under multiplicative noise.
+    Integer ``b0`` and ``p`` are computed exactly in integers. Values saturate at ``2^31 - 1``,
+    the largest int32 batch. Python numbers are checked here; traced ``b0``/``p`` (to ``vmap``
+    over schedules) are not, and are computed in floating point.
+
+    Args:
+      initial_batch_size: ``b0 >= 1``.
+      power: ``p >= 0``.
+
+    Returns:
+      ``schedule(k) -> int32`` batch size for (traced) iteration number ``k``.
+
+    Examples:
+      >>> schedule = polynomial_batch_schedule(2, 1)
+      >>> [int(schedule(k)) for k in range(4)]
+      [2, 4, 6, 8]
+      >>> [int(polynomial_batch_schedule(1, 2)(k)) for k in range(4)]
+      [1, 4, 9, 16]
+      >>> [int(polynomial_batch_schedule(1, 0.5)(k)) for k in range(4)]
+      [1, 2, 2, 2]
+
+    References:
+      A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
+      Variance Assumption, ICML 2026 (arXiv 2602.05531); A. N. Iusem, A. Jofré, R. I. Oliveira,
+      P. Thompson, Extragradient method with variance reduction for stochastic variational
+      inequalities, SIAM J. Optim. 2017.
+    """
+    b0 = _concrete_float(initial_batch_size, "initial_batch_size")
+    p = _concrete_float(power, "power")
+    if b0 is not None and not (math.isfinite(b0) and b0 >= 1):
+        raise ValueError(
+            f"initial_batch_size must be a finite number >= 1, got {initial_batch_size!r}"
+        )
+    if p is not None and not (math.isfinite(p) and p >= 0):
+        raise ValueError(f"power must be a finite number >= 0, got {power!r}")
+    exact = b0 is not None and p is not None and b0.is_integer() and p.is_integer()
+
+    def schedule(iter_num: jax.typing.ArrayLike) -> jax.Array:
+        k1 = jnp.asarray(iter_num).astype(jnp.int32) + 1
+        dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
+        approx = jnp.asarray(initial_batch_size, dtype) * jnp.power(
+            k1.astype(dtype), jnp.asarray(power, dtype)
+        )
+        if exact:
+            value = jnp.int32(int(b0)) * jax.lax.integer_pow(k1, int(p))
+        else:
+            # pow is computed as exp(p log x): an integer result may come out a few ulps off,
+            # so values within 8 ulps of an integer are that integer, the others are rounded up.
+            eps = float(jnp.finfo(dtype).eps)
+            nearest = jnp.round(approx)
+            near_integer = jnp.abs(approx - nearest) <= 8 * eps * approx
+            value = jnp.where(near_integer, nearest, jnp.ceil(approx)).astype(jnp.int32)
+        return jnp.where(approx < _MAX_BATCH, value, jnp.int32(_MAX_BATCH))
+
+    return schedule
+
+
+def constant_batch_schedule(batch_size: int) -> Callable[[jax.typing.ArrayLike], jax.Array]:
+    """The constant batch ``b_k = batch_size`` (the baseline that stalls under growing variance).
+
+    Args:
+      batch_size: an int ``>= 1``.
+
+    Returns:
+      ``schedule(k) -> int32``.
+
+    Examples:
+      >>> int(constant_batch_schedule(100)(7))
+      100
+
+    References:
+      A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
+      Variance Assumption, ICML 2026 (arXiv 2602.05531).
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
+        raise TypeError(f"batch_size must be an int, got {batch_size!r}")
+    if not 1 <= batch_size <= _MAX_BATCH:
+        raise ValueError(f"batch_size must lie in [1, 2^31 - 1], got {batch_size}")
+    value = int(batch_size)
+
+    def schedule(iter_num: jax.typing.ArrayLike) -> jax.Array:
+        del iter_num
+        return jnp.int32(value)
+
+    return schedule
+
+
+def halpern_anchor_schedule(iter_num: jax.typing.ArrayLike) -> jax.Array:
+    """Halpern's anchor weight ``β_k = 1 / (k + 2)`` (the default of :class:`HalpernExtragradient`).
+
+    Args:
+      iter_num: the iteration ``k >= 0``.
+
+    Returns:
+      ``β_k`` as a scalar of the default float dtype (cast to each leaf's dtype where used).
+
+    Examples:
+      >>> [round(float(halpern_anchor_schedule(k)), 4) for k in range(3)]
+      [0.5, 0.3333, 0.25]
+
+    References:
+      B. Halpern, Fixed points of nonexpanding maps, Bull. AMS 1967; T. Yoon, E. K. Ryu,
+      Accelerated algorithms for smooth convex-concave minimax problems, ICML 2021.
+    """
+    k = jnp.asarray(iter_num).astype(jax.dtypes.canonicalize_dtype(jnp.float64))
+    return 1.0 / (k + 2.0)
+
+
+def minibatch_operator(sample_operator_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turns a one-sample oracle ``sample_operator_fn(z, rng_key, *args)`` into a minibatch oracle.
+
+    ``operator_fn(z, rng_key, batch_size, *args) = (1/b) Σ_{i<b} sample_operator_fn(z, k_i, *args)``
+    with ``k_i = fold_in(rng_key, i)``, computed by a ``lax.fori_loop`` over the traced batch size
+    (its cost grows with ``b``; where the average has a closed form, write it directly). The same
+    key and batch size give the same samples at any ``z``.
+
+    Args:
+      sample_operator_fn: ``(z, rng_key, *args) -> F̂(z, ξ)``, one unbiased sample.
+
+    Returns:
+      ``operator_fn(z, rng_key, batch_size, *args)`` with the solvers' signature.
+
+    Examples:
+      >>> sample = lambda z, key: z + jax.random.normal(key, z.shape)
+      >>> operator_fn = minibatch_operator(sample)
+      >>> estimate = operator_fn(jnp.ones(2), jax.random.key(0), jnp.int32(10_000))
+      >>> bool(jnp.all(jnp.abs(estimate - 1.0) < 0.05))
+      True
+
+    References:
+      A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
+      Variance Assumption, ICML 2026 (arXiv 2602.05531).
+    """
+    if not callable(sample_operator_fn):
+        raise TypeError(f"sample_operator_fn must be callable, got {sample_operator_fn!r}")
+
+    def operator_fn(z, rng_key, batch_size, *args):
+        batch_size = jnp.asarray(batch_size).astype(jnp.int32)
+
+        def body(i, total):
+            return _add(total, sample_operator_fn(z, jax.random.fold_in(rng_key, i), *args))
+
+        zeros = jax.tree.map(jnp.zeros_like, z)
+        total = jax.lax.fori_loop(0, batch_size, body, zeros)
+        return jax.tree.map(lambda t: t / batch_size.astype(t.dtype), total)
+
+    return operator_fn
+
+
+def natural_residual(
+    operator_fn: Callable[..., Any],
+    params: Any,
+    *args: Any,
+    projection: Callable[[Any], Any] | None = None,
+    stepsize: jax.typing.ArrayLike = 1.0,
+) -> jax.Array:
+    """The natural residual ``res_γ(z) = ||z - Π_Z(z - γ F(z))|| / γ`` (zero exactly at solutions).
+
+    Args:
+      operator_fn: the exact operator ``F(z, *args)`` (no key, no batch).
+      params: the point ``z`` (a pytree).
+      *args: extra arguments of ``operator_fn``.
+      projection: ``Π_Z``; ``None`` for the unconstrained problem (``res = ||F(z)||``).
+      stepsize: ``γ > 0``.
+
+    Returns:
+      The residual, a scalar.
+
+    Examples:
+      >>> from optax.projections import projection_non_negative
+      >>> F = lambda z: z - 1.0
+      >>> float(natural_residual(F, jnp.array([1.0, 3.0])))  # ||F(z)||, unconstrained
+      2.0
+      >>> float(natural_residual(F, jnp.array([0.0]) + 0.0, projection=projection_non_negative))
+      1.0
+
+    References:
+      A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
+      Variance Assumption, ICML 2026 (arXiv 2602.05531).
+    """
+    gamma = _concrete_float(stepsize, "stepsize")
+    if gamma is not None and not gamma > 0:
+        raise ValueError(f"stepsize must be > 0, got {stepsize!r}")
+    projection = _identity if projection is None else projection
+    forward = _add_scaled(params, -stepsize, operator_fn(params, *args))
+    step = _sub(params, projection(forward))
+    norm = tree_l2_norm(step)
+    return norm / jnp.asarray(stepsize, norm.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# States.
+
+
+class VIState(NamedTuple):
+    """State of :class:`StochasticExtragradient` and :class:`StochasticGradientDescentAscent`.
+
+    Attributes:
+      iter_num: iterations done (int32).
+      error: natural residual at ``feasible_params`` when the solver has ``exact_operator_fn``,
+        else the stochastic step length ``||ẑ_k - z_k|| / γ`` (an estimate of the same residual).
+      oracle_calls: oracle samples used so far (int64 under x64, else int32).
+      rng_key: the key the next step splits.
+      anchor: the starting point ``z_0``.
+      feasible_params: the last feasible point (``z̄_k = Π_Z(z_k - γ F̂(z_k))``); the iterate
+        ``params`` of a forward-backward-forward step may leave ``Z``.
+
+    Examples:
+      >>> solver = StochasticExtragradient(operator_fn=lambda z, key, b: z, stepsize=0.5)
+      >>> state = solver.init_state(jnp.ones(2), rng_key=jax.random.key(0))
+      >>> int(state.oracle_calls)
+      0
+    """
+
+    iter_num: jax.Array
+    error: jax.Array
+    oracle_calls: jax.Array
+    rng_key: jax.Array
+    anchor: Any
+    feasible_params: Any
+
+
+class HalpernState(NamedTuple):
+    """State of :class:`HalpernExtragradient`.
+
+    Attributes:
+      iter_num: iterations done (int32).
+      error: as in :class:`VIState`.
+      oracle_calls: oracle samples used so far.
+      rng_key: the key the next step splits.
+      anchor: the anchor ``z_0``.
+      feasible_params: the last feasible point ``z̄_k``.
+      previous_params: ``z_{k-1}`` (the recursive estimator's last point).
+      previous_feasible: ``z̄_{k-1}``.
+      operator_estimate: ``v_{k-1} ≈ F(z_{k-1})`` (recursive estimator).
+      extrapolation_estimate: ``u_{k-1} ≈ F(z̄_{k-1})`` (recursive estimator).
+
+    Examples:
+      >>> solver = HalpernExtragradient(operator_fn=lambda z, key, b: z, stepsize=0.1)
+      >>> state = solver.init_state(jnp.ones(2), rng_key=jax.random.key(0))
+      >>> state.anchor.tolist()
+      [1.0, 1.0]
+    """
+
+    iter_num: jax.Array
+    error: jax.Array
+    oracle_calls: jax.Array
+    rng_key: jax.Array
+    anchor: Any
+    feasible_params: Any
+    previous_params: Any
+    previous_feasible: Any
+    operator_estimate: Any
+    extrapolation_estimate: Any
+
+
+# ---------------------------------------------------------------------------------------------
+# Solvers.
+
+
+@dataclasses.dataclass(eq=False, kw_only=True)
+class _StochasticVISolver(IterativeSolver):
+    """Fields and checks shared by the stochastic VI solvers (keyword-only)."""
+
+    operator_fn: Callable[..., Any]
+    stepsize: jax.typing.ArrayLike
+    projection: Callable[[Any], Any] | None = None
+    batch_schedule: Callable[[jax.typing.ArrayLike], jax.Array] = dataclasses.field(
+        default_factory=polynomial_batch_schedule
+    )
+    exact_operator_fn: Callable[..., Any] | None = None
+    residual_stepsize: jax.typing.ArrayLike = 1.0
+    maxiter: int = 1000
+    tol: float = 0.0
+    implicit_diff: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not callable(self.operator_fn):
+            raise TypeError(
+                f"operator_fn must be callable as operator_fn(z, rng_key, batch_size, *args), "
+                f"got {self.operator_fn!r}"
+            )
+        gamma = _concrete_float(self.stepsize, "stepsize")
+        if gamma is not None and not (math.isfinite(gamma) and gamma > 0):
+            raise ValueError(f"stepsize must be a finite number > 0, got {self.stepsize!r}")
+        res_gamma = _concrete_float(self.residual_stepsize, "residual_stepsize")
+        if res_gamma is not None and not (math.isfinite(res_gamma) and res_gamma > 0):
+            raise ValueError(
+                f"residual_stepsize must be a finite number > 0, got {self.residual_stepsize!r}"
+            )
+        if self.projection is not None and not callable(self.projection):
+            raise TypeError(f"projection must be callable or None, got {self.projection!r}")
+        if not callable(self.batch_schedule):
+            raise TypeError(
+                f"batch_schedule must be callable as batch_schedule(k) -> int, got "
+                f"{self.batch_schedule!r}"
+            )
+        if self.exact_operator_fn is not None and not callable(self.exact_operator_fn):
+            raise TypeError(
+                f"exact_operator_fn must be callable as exact_operator_fn(z, *args) or None, got "
+                f"{self.exact_operator_fn!r}"
+            )
+        if self.implicit_diff and self.exact_operator_fn is None:
+            raise ValueError(
+                "implicit_diff=True differentiates the root of optimality_fun, which needs the "
+                "exact operator: pass exact_operator_fn=F(z, *args) or set implicit_diff=False"
+            )
+
+    # -- pieces ---------------------------------------------------------------------------
+    def _project(self, tree):
+        return tree if self.projection is None else self.projection(tree)
+
+    def _oracle(self, params, rng_key, batch_size, args):
+        return self.operator_fn(params, rng_key, batch_size, *args)
+
+    def _residual(self, params, args):
+        return natural_residual(
+            self.exact_operator_fn,
+            params,
+            *args,
+            projection=self.projection,
+            stepsize=self.residual_stepsize,
+        )
+
+    def _error(self, feasible, step, args):
+        """Natural residual at the feasible point, or the stochastic step length over γ."""
+        if self.exact_operator_fn is not None:
+            return self._residual(feasible, args)
+        norm = tree_l2_norm(step)
+        return norm / jnp.asarray(self.stepsize, norm.dtype)
+
+    def _check_inputs(self, init_params, rng_key, args):
+        if rng_key is None:
+            raise TypeError(
+                f"{type(self).__name__} draws oracle samples: pass the keyword rng_key, e.g. "
+                f"run(init_params, *args, rng_key=jax.random.key(0))"
+            )
+        dtype = _float_dtype(init_params)
+        batch = jax.ShapeDtypeStruct((), jnp.int32)
+        out = jax.eval_shape(
+            lambda z, key, b, *a: self.operator_fn(z, key, b, *a),
+            init_params,
+            rng_key,
+            batch,
+            *args,
+        )
+        _check_like("operator_fn", out, init_params, "(z, rng_key, batch_size, *args)")
+        if self.projection is not None:
+            out = jax.eval_shape(self.projection, init_params)
+            _check_like("projection", out, init_params, "(z)")
+        if self.exact_operator_fn is not None:
+            out = jax.eval_shape(lambda z, *a: self.exact_operator_fn(z, *a), init_params, *args)
+            _check_like("exact_operator_fn", out, init_params, "(z, *args)")
+        return dtype
+
+    def _initial_error(self, feasible, args, dtype):
+        if self.exact_operator_fn is not None:
+            return self._residual(feasible, args).astype(dtype)
+        return jnp.full((), jnp.inf, dtype)
+
+    def _forward_backward_forward(self, params, rng_key, batch_size, args, variant):
+        """One two-call step: ``z̄ = Π(z - γF̂(z))`` and ``ẑ`` (FBF or EG correction)."""
+        key_first, key_second = jax.random.split(rng_key)
+        estimate = self._oracle(params, key_first, batch_size, args)
+        feasible = self._project(_add_scaled(params, -self.stepsize, estimate))
+        extrapolated = self._oracle(feasible, key_second, batch_size, args)
+        corrected = self._correct(params, feasible, estimate, extrapolated, variant)
+        return feasible, corrected
+
+    def _correct(self, params, feasible, estimate, extrapolated, variant):
+        if variant == "fbf":
+            # Tseng: reuse the first estimate, so its noise cancels to first order.
+            return _add_scaled(feasible, -self.stepsize, _sub(extrapolated, estimate))
+        return self._project(_add_scaled(params, -self.stepsize, extrapolated))
+
+    # -- jaxopt interface -------------------------------------------------------------------
+    def optimality_fun(self, params, *args, rng_key=None):
+        """``z - Π_Z(z - γ F(z, *args))`` with the exact operator: zero exactly at solutions."""
+        del rng_key
+        if self.exact_operator_fn is None:
+            raise ValueError(
+                f"{type(self).__name__}.optimality_fun needs the exact operator: pass "
+                f"exact_operator_fn=F(z, *args)"
+            )
+        forward = _add_scaled(params, -self.stepsize, self.exact_operator_fn(params, *args))
+        return _sub(params, self._project(forward))
+
+
+@dataclasses.dataclass(eq=False, kw_only=True)
+class StochasticGradientDescentAscent(_StochasticVISolver):
+    """Projected stochastic gradient descent-ascent (the one-call baseline): ``z+ = Π(z - γF̂(z))``.
+
+    Maths: ``z_{k+1} = Π_Z(z_k - γ F̂_{B_k}(z_k))`` with ``|B_k| = b_k`` oracle calls. It diverges
+    on bilinear games even without noise (the step matrix has spectral radius
+    ``sqrt(1 + γ²s²) > 1``), which is why the extragradient family exists.
+
+    Args (keyword-only):
+      operator_fn: ``(z, rng_key, batch_size, *args) -> F̂``.
+      stepsize: ``γ > 0``.
+      projection: ``Π_Z`` (``None``: unconstrained).
+      batch_schedule: ``k -> b_k`` (default ``polynomial_batch_schedule(1, 1)``).
+      exact_operator_fn: ``F(z, *args)``; when given, ``state.error`` is the natural residual.
+      residual_stepsize: ``γ`` of the reported natural residual (default 1).
+      maxiter, tol, implicit_diff, unroll, jit: as in the solver base.
+
+    Returns:
+      ``run(init_params, *args, rng_key=key) -> OptStep(params, VIState)``.
+
+    Examples:
+      >>> F = lambda z, key, b: jnp.array([[1.0, 0.0], [0.0, 2.0]]) @ z  # strongly monotone
+      >>> solver = StochasticGradientDescentAscent(operator_fn=F, stepsize=0.4, maxiter=50)
+      >>> out = solver.run(jnp.ones(2), rng_key=jax.random.key(0))
+      >>> bool(jnp.linalg.norm(out.params) < 1e-5), int(out.state.oracle_calls)
+      (True, 1275)
+
+    References:
+      A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
+      Variance Assumption, ICML 2026 (arXiv 2602.05531).
+    """
+
+    def init_state(self, init_params, *args, rng_key=None) -> VIState:
+        dtype = self._check_inputs(init_params, rng_key, args)
+        feasible = self._project(init_params)
+        return VIState(
+            iter_num=jnp.zeros((), jnp.int32),
+            error=self._initial_error(feasible, args, dtype),
+            oracle_calls=jnp.zeros((), _count_dtype()),
+            rng_key=rng_key,
+            anchor=init_params,
+            feasible_params=feasible,
+        )
+
+    def update(self, params, state: VIState, *args, rng_key=None) -> OptStep:
+        del rng_key  # the state carries the key
+        next_key, key = jax.random.split(state.rng_key)
+        batch = _batch_size(self.batch_schedule, state.iter_num)
+        estimate = self._oracle(params, key, batch, args)
+        new_params = self._project(_add_scaled(params, -self.stepsize, estimate))
+        error = self._error(new_params, _sub(new_params, params), args)
+        new_state = VIState(
+            iter_num=state.iter_num + 1,
+            error=error.astype(state.error.dtype),
+            oracle_calls=state.oracle_calls + batch.astype(state.oracle_calls.dtype),
+            rng_key=next_key,
+            anchor=state.anchor,
+            feasible_params=new_params,
+        )
+        return OptStep(new_params, new_state)
+
+
+@dataclasses.dataclass(eq=False, kw_only=True)
+class StochasticExtragradient(_StochasticVISolver):
+    """Minibatch forward-backward-forward / extragradient with relaxation (EG+), growing batches.
+
+    Maths (step ``γ``, relaxation ``α ∈ (0, 1]``, batches ``b_k``; two independent batches per
+    step, ``2 b_k`` oracle calls)::
+
+        z̄_k     = Π_Z(z_k - γ F̂_{B_k}(z_k))
+        ẑ_k     = z̄_k - γ (F̂_{B'_k}(z̄_k) - F̂_{B_k}(z_k))      variant "fbf" (Tseng)
+        ẑ_k     = Π_Z(z_k - γ F̂_{B'_k}(z̄_k))                    variant "eg" (Korpelevich)
+        z_{k+1} = z_k + α (ẑ_k - z_k)
+
+    Unconstrained with ``α = 1`` both are extragradient. For monotone ``F`` use ``α = 1`` and
+    ``γ ≈ 0.5/L``; a weak-Minty problem with parameter ``ρ`` needs ``α < 1`` (EG+, Diakonikolas et
+    al. 2021), and for the linear family ``F(z) = Mz`` the exact condition is
+    ``ρ < γ(1 - α)``. Growing batches (``polynomial_batch_schedule``) make the residual decrease
+    even when the variance grows like ``||z||²`` on an unbounded domain.
+
+    Args (keyword-only):
+      operator_fn: ``(z, rng_key, batch_size, *args) -> F̂``.
+      stepsize: ``γ > 0``.
+      projection: ``Π_Z`` (``None``: unconstrained), e.g. from ``optax.projections``.
+      relaxation: ``α ∈ (0, 1]``.
+      batch_schedule: ``k -> b_k`` (default ``polynomial_batch_schedule(1, 1)``).
+      variant: ``"fbf"`` (default) or ``"eg"``.
+      exact_operator_fn: ``F(z, *args)``; when given, ``state.error`` is the natural residual at
+        ``state.feasible_params`` and ``optimality_fun``/``implicit_diff`` are available.
+      residual_stepsize: ``γ`` of the reported natural residual (default 1).
+      maxiter, tol, implicit_diff, unroll, jit: as in the solver base (``maxiter=1000``,
+        ``tol=0``: run every iteration; ``implicit_diff`` needs ``exact_operator_fn``).
+
+    Returns:
+      ``run(init_params, *args, rng_key=key) -> OptStep(params, VIState)``; the feasible point
+      ``z̄_k`` is ``state.feasible_params``.
+
+    Examples:
+      >>> A = jnp.array([[1.0, 0.5], [0.0, 1.0]])
+      >>> def F(z, key, batch_size, A):  # bilinear game x^T A y, noise ∝ ||z|| / sqrt(batch)
+      ...     x, y = z
+      ...     noisy = A + 0.3 * jax.random.normal(key, A.shape) / jnp.sqrt(batch_size)
+      ...     return (noisy @ y, -noisy.T @ x)
+      >>> solver = StochasticExtragradient(operator_fn=F, stepsize=0.4, maxiter=200)
+      >>> out = solver.run((jnp.ones(2), jnp.ones(2)), A, rng_key=jax.random.key(0))
+      >>> bool(sum(jnp.linalg.norm(v) for v in out.params) < 1e-3)
+      True
+
+    References:
+      A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
+      Variance Assumption, ICML 2026 (arXiv 2602.05531); P. Tseng, SIAM J. Control Optim. 2000;
+      J. Diakonikolas, C. Daskalakis, M. I. Jordan, Efficient methods for structured
+      nonconvex-nonconcave min-max optimization, AISTATS 2021.
+    """
+
+    relaxation: jax.typing.ArrayLike = 1.0
+    variant: str = "fbf"
+
+    def __post_init__(self):
+        super().__post_init__()
+        alpha = _concrete_float(self.relaxation, "relaxation")
+        if alpha is not None and not 0 < alpha <= 1:
+            raise ValueError(f"relaxation must lie in (0, 1], got {self.relaxation!r}")
+        if self.variant not in _VARIANTS:
+            raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
+
+    def init_state(self, init_params, *args, rng_key=None) -> VIState:
+        dtype = self._check_inputs(init_params, rng_key, args)
+        feasible = self._project(init_params)
+        return VIState(
+            iter_num=jnp.zeros((), jnp.int32),
+            error=self._initial_error(feasible, args, dtype),
+            oracle_calls=jnp.zeros((), _count_dtype()),
+            rng_key=rng_key,
+            anchor=init_params,
+            feasible_params=feasible,
+        )
+
+    def update(self, params, state: VIState, *args, rng_key=None) -> OptStep:
+        del rng_key  # the state carries the key
+        next_key, key = jax.random.split(state.rng_key)
+        batch = _batch_size(self.batch_schedule, state.iter_num)
+        feasible, corrected = self._forward_backward_forward(params, key, batch, args, self.variant)
+        step = _sub(corrected, params)
+        new_params = _add_scaled(params, self.relaxation, step)
+        new_state = VIState(
+            iter_num=state.iter_num + 1,
+            error=self._error(feasible, step, args).astype(state.error.dtype),
+            oracle_calls=state.oracle_calls + 2 * batch.astype(state.oracle_calls.dtype),
+            rng_key=next_key,
+            anchor=state.anchor,
+            feasible_params=feasible,
+        )
+        return OptStep(new_params, new_state)
+
+
+@dataclasses.dataclass(eq=False, kw_only=True)
+class HalpernExtragradient(_StochasticVISolver):
+    """Halpern-anchored forward-backward-forward with minibatch or recursive variance reduction.
+
+    Maths: with ``T̂`` one stochastic FBF (or EG) step ``z ↦ ẑ`` (see
+    :class:`StochasticExtragradient`) and anchor weights ``β_k`` (default ``1/(k + 2)``)::
+
+        z_{k+1} = β_k z_0 + (1 - β_k) T̂(z_k)
+
+    Anchoring gives the ``O(1/k)`` last-iterate residual of Halpern/EAG deterministically (take
+    ``γ ≤ 1/(8L)`` for the guarantee). Estimators of ``F(z_k)`` and ``F(z̄_k)``:
+
+    - ``"minibatch"``: fresh batches of ``b_k`` (``batch_schedule``), ``2 b_k`` calls per step;
+    - ``"recursive"``: ``v_k = F̂_S(z_k) - F̂_S(z_{k-1}) + v_{k-1}`` with the same samples ``S``
+      (``|S| = recursive_batch_size``) in both terms, likewise ``u_k`` for ``F(z̄_k)``
+      (``4 |S|`` calls per step), restarted from fresh batches of ``b_k`` every
+      ``restart_every`` steps (``2 b_k`` calls).
+
+    Args (keyword-only):
+      operator_fn: ``(z, rng_key, batch_size, *args) -> F̂``; the same key and batch size must
+        give the same samples at any ``z`` (the recursive estimator relies on it).
+      stepsize: ``γ > 0``.
+      projection: ``Π_Z`` (``None``: unconstrained).
+      anchor_schedule: ``k -> β_k ∈ (0, 1)`` (default :func:`halpern_anchor_schedule`).
+      batch_schedule: ``k -> b_k`` (default ``polynomial_batch_schedule(1, 1)``).
+      estimator: ``"minibatch"`` (default) or ``"recursive"``.
+      restart_every: recursive estimator's restart period ``q >= 1``.
+      recursive_batch_size: ``|S| >= 1`` of the recursive increments.
+      variant: ``"fbf"`` (default) or ``"eg"``, the map ``T``.
+      exact_operator_fn, residual_stepsize, maxiter, tol, implicit_diff, unroll, jit: as in
+        :class:`StochasticExtragradient`.
+
+    Returns:
+      ``run(init_params, *args, rng_key=key) -> OptStep(params, HalpernState)``.
+
+    Examples:
+      >>> M = jnp.array([[0.0, 1.0], [-1.0, 0.0]])  # rotation: F(z) = Mz, solution 0
+      >>> F = lambda z, key, b: (M + 0.1 * jax.random.normal(key, (2, 2)) / jnp.sqrt(b)) @ z
+      >>> solver = HalpernExtragradient(operator_fn=F, stepsize=0.3, maxiter=400,
+      ...                               exact_operator_fn=lambda z: M @ z)
+      >>> out = solver.run(jnp.ones(2), rng_key=jax.random.key(1))
+      >>> bool(out.state.error < 0.02 * jnp.sqrt(2.0))  # residual fell by ~50x from ||F(z_0)||
+      True
+
+    References:
+      A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
+      Variance Assumption, ICML 2026 (arXiv 2602.05531); T. Yoon, E. K. Ryu, Accelerated
+      algorithms for smooth convex-concave minimax problems, ICML 2021.
+    """
+
+    anchor_schedule: Callable[[jax.typing.ArrayLike], jax.Array] = halpern_anchor_schedule
+    estimator: str = "minibatch"
+    restart_every: int = 10
+    recursive_batch_size: int = 1
+    variant: str = "fbf"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not callable(self.anchor_schedule):
+            raise TypeError(f"anchor_schedule must be callable, got {self.anchor_schedule!r}")
+        if self.estimator not in _ESTIMATORS:
+            raise ValueError(f"estimator must be one of {_ESTIMATORS}, got {self.estimator!r}")
+        if self.variant not in _VARIANTS:
+            raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
+        for name in ("restart_every", "recursive_batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+            if not 1 <= value <= _MAX_BATCH:
+                raise ValueError(f"{name} must lie in [1, 2^31 - 1], got {value}")
+
+    def init_state(self, init_params, *args, rng_key=None) -> HalpernState:
+        dtype = self._check_inputs(init_params, rng_key, args)
+        feasible = self._project(init_params)
+        zeros = jax.tree.map(jnp.zeros_like, init_params)
+        return HalpernState(
+            iter_num=jnp.zeros((), jnp.int32),
+            error=self._initial_error(feasible, args, dtype),
+            oracle_calls=jnp.zeros((), _count_dtype()),
+            rng_key=rng_key,
+            anchor=init_params,
+            feasible_params=feasible,
+            previous_params=init_params,
+            previous_feasible=feasible,
+            operator_estimate=zeros,
+            extrapolation_estimate=zeros,
+        )
+
+    def _recursive_step(self, params, state, key, batch, args):
+        """Estimates of F(z_k), F(z̄_k), z̄_k and the calls they cost (recursive estimator)."""
+        restart = (state.iter_num % self.restart_every) == 0
+        small = jnp.int32(self.recursive_batch_size)
+        key_first, key_second = jax.random.split(key)
+
+        def fresh(point, key):
+            return self._oracle(point, key, batch, args)
+
+        def increment(point, previous_point, previous_estimate, key):
+            now = self._oracle(point, key, small, args)
+            before = self._oracle(previous_point, key, small, args)  # same samples
+            return _add(_sub(now, before), previous_estimate)
+
+        estimate = jax.lax.cond(
+            restart,
+            lambda: fresh(params, key_first),
+            lambda: increment(params, state.previous_params, state.operator_estimate, key_first),
+        )
+        feasible = self._project(_add_scaled(params, -self.stepsize, estimate))
+        extrapolated = jax.lax.cond(
+            restart,
+            lambda: fresh(feasible, key_second),
+            lambda: increment(
+                feasible, state.previous_feasible, state.extrapolation_estimate, key_second
+            ),
+        )
+        calls = jnp.where(restart, 2 * batch, 4 * small)
+        return estimate, feasible, extrapolated, calls
+
+    def update(self, params, state: HalpernState, *args, rng_key=None) -> OptStep:
+        del rng_key  # the state carries the key
+        next_key, key = jax.random.split(state.rng_key)
+        batch = _batch_size(self.batch_schedule, state.iter_num)
+        if self.estimator == "minibatch":
+            key_first, key_second = jax.random.split(key)
+            estimate = self._oracle(params, key_first, batch, args)
+            feasible = self._project(_add_scaled(params, -self.stepsize, estimate))
+            extrapolated = self._oracle(feasible, key_second, batch, args)
+            calls = 2 * batch
+        else:
+            estimate, feasible, extrapolated, calls = self._recursive_step(
+                params, state, key, batch, args
+            )
+        corrected = self._correct(params, feasible, estimate, extrapolated, self.variant)
+        beta = self.anchor_schedule(state.iter_num)
+        new_params = _convex_combination(beta, state.anchor, corrected)
+        new_state = HalpernState(
+            iter_num=state.iter_num + 1,
+            error=self._error(feasible, _sub(corrected, params), args).astype(state.error.dtype),
+            oracle_calls=state.oracle_calls + calls.astype(state.oracle_calls.dtype),
+            rng_key=next_key,
+            anchor=state.anchor,
+            feasible_params=feasible,
+            previous_params=params,
+            previous_feasible=feasible,
+            operator_estimate=estimate,
+            extrapolation_estimate=extrapolated,
+        )
+        return OptStep(new_params, new_state)

@@ -1,0 +1,151 @@
+"""The ``hom-pgd`` experiment runs end to end and computes its verdict from measurements."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab._src.runner import run_experiment
+from jaxlab.experiments.hom_pgd import (
+    STAR_OPTIMUM_VALUE,
+    qcqp_condition,
+    qcqp_constraints,
+    qcqp_objective,
+    sample_qcqp,
+    star_constraint,
+    star_projection,
+)
+
+NAME = "hom-pgd"
+
+
+def _read(out_dir):
+    path = out_dir / NAME / "result.json"
+    assert path.exists()
+    return json.loads(path.read_text())
+
+
+def test_smoke_profile_end_to_end(tmp_path):
+    record = run_experiment(NAME, profile="smoke", out_dir=tmp_path)
+    stored = _read(tmp_path)
+    assert stored["verdict"] == json.loads(json.dumps(record["verdict"]))
+    verdict = stored["verdict"]
+    assert verdict["status"] in ("pass", "fail"), verdict  # not "error": the run completed
+    assert len(verdict["parts"]) == 5
+    assert all(p["status"] in ("pass", "fail") and p["measured"] for p in verdict["parts"])
+    assert {"star.png", "qcqp.png"} <= set(stored["figures"])
+    for figure in stored["figures"]:
+        assert (tmp_path / NAME / figure).stat().st_size > 0
+
+    metrics = stored["metrics"]
+    star = metrics["star"]
+    hom, pgd = star["hom_pgd"], star["exact_pgd"]
+    # The exact map keeps every iterate in K (float64): part 1 holds at any size.
+    assert hom["max_violation"] <= 1e-10
+    assert verdict["parts"][0]["status"] == "pass"
+    # No feasible method beats the global optimum of the note's dense scan.
+    for name in ("hom_pgd", "exact_pgd"):
+        assert min(star[name]["values"]) >= STAR_OPTIMUM_VALUE - 1e-7
+    # Parts 2 and 3 are computed from the recorded numbers.
+    fraction = np.mean(np.array(hom["values"]) <= 0.0312)
+    assert hom["fraction_global"] == pytest.approx(fraction)
+    assert (verdict["parts"][1]["status"] == "pass") == (fraction >= 0.30)
+    faster = hom["median_time_per_run_s"] < pgd["median_time_per_run_s"]
+    assert (verdict["parts"][2]["status"] == "pass") == faster
+    assert metrics["goal_speedup_star"] == pytest.approx(
+        pgd["median_time_per_run_s"] / hom["median_time_per_run_s"]
+    )
+
+    (qcqp,) = metrics["qcqp"]
+    assert (qcqp["n"], qcqp["m"]) == (2, 3)
+    rows = qcqp["instances"]
+    for row in rows:
+        assert row["gap"] == pytest.approx(
+            (row["value"] - row["slsqp_value"]) / abs(row["slsqp_value"])
+        )
+        assert 0.0 <= row["eps_inn"] <= 1.0
+    feasible = np.mean([row["violation"] <= 1e-5 for row in rows])
+    assert qcqp["feasible_fraction"] == pytest.approx(feasible)
+    assert qcqp["median_gap"] == pytest.approx(np.median([row["gap"] for row in rows]))
+    assert (verdict["parts"][3]["status"] == "pass") == (feasible >= 0.95)
+    assert (verdict["parts"][4]["status"] == "pass") == (qcqp["median_gap"] <= 0.05)
+    assert "exact_pgd_time_s" in rows[0] and qcqp["speedup_vs_exact_pgd"] > 0
+
+
+def test_sample_qcqp_follows_the_note_and_the_centre_is_feasible():
+    keys = jax.random.split(jax.random.key(2030), 200)
+    instances = jax.vmap(lambda k: sample_qcqp(k, 4, 5))(keys)
+    # x = 0 strictly feasible for every instance (b_j = ||p_j|| + max λ² > 0).
+    residuals = jax.vmap(lambda inst: qcqp_constraints(jnp.zeros(4), inst))(instances)
+    assert residuals.shape == (200, 5 + 4 + 1)
+    assert bool(jnp.all(residuals < 0))
+    one = jax.tree.map(lambda a: a[0], instances)
+    # Q_j symmetric of rank r = n // 2 = 2, indefinite across the family.
+    assert np.allclose(one.constraint_quad, np.transpose(one.constraint_quad, (0, 2, 1)), atol=1e-6)
+    ranks = [np.linalg.matrix_rank(np.asarray(q), tol=1e-6) for q in one.constraint_quad]
+    assert ranks == [2] * 5
+    eigs = np.linalg.eigvalsh(np.asarray(instances.constraint_quad).reshape(-1, 4, 4))
+    assert (eigs < -1e-3).any() and (eigs > 1e-3).any()
+    # b_j = ||p_j|| + max_k λ_jk² > ||p_j||; p_j ~ N(0, I)/n has E||p_j||² = 1/n.
+    norms = np.linalg.norm(np.asarray(instances.constraint_linear), axis=-1)
+    assert np.all(np.asarray(instances.constraint_bound) > norms)
+    assert np.mean(norms**2) == pytest.approx(1.0 / 4, rel=0.1)
+    # U_j has unit-norm columns: trace(n Q_j) = sum_k λ_jk, λ ~ N(0, 1) (mean 0, var r = 2).
+    traces = np.trace(4 * np.asarray(instances.constraint_quad), axis1=-2, axis2=-1)
+    assert abs(np.mean(traces)) < 0.1 and np.var(traces) == pytest.approx(2.0, rel=0.15)
+    condition = qcqp_condition(one)
+    assert condition.shape == (5, 4 * 4 + 4 + 1)
+    x = jnp.array([0.3, -0.2, 0.1, 0.5])
+    assert float(qcqp_objective(x, one)) == pytest.approx(
+        float(0.5 * x @ one.quad @ x + one.linear @ x)
+    )
+    with pytest.raises(ValueError, match="n must be an int >= 2"):
+        sample_qcqp(jax.random.key(0), 1, 3)
+    with pytest.raises(ValueError, match="m must be a positive int"):
+        sample_qcqp(jax.random.key(0), 2, 0)
+
+
+def test_star_projection_is_exact(x64):
+    """Against a brute-force nearest boundary point (1e6 angles, numpy)."""
+    theta = np.linspace(0.0, 2.0 * np.pi, 1_000_000, endpoint=False)
+    radius = 1.0 + 0.6 * np.sin(4.0 * theta)
+    boundary = radius[:, None] * np.stack([np.cos(theta), np.sin(theta)], 1)
+    project = jax.jit(star_projection)
+    rng = np.random.default_rng(0)
+    for y in rng.uniform(-2.5, 2.5, (12, 2)):
+        x = np.asarray(project(jnp.asarray(y)))
+        if float(star_constraint(jnp.asarray(y))[0]) <= 0:
+            assert np.allclose(x, y)
+            continue
+        brute = np.min(np.linalg.norm(boundary - y[None, :], axis=1))
+        assert np.linalg.norm(x - y) == pytest.approx(brute, abs=1e-9)
+        assert abs(float(star_constraint(jnp.asarray(x))[0])) <= 1e-12
+
+
+@pytest.fixture(scope="module")
+def quick_result(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hom_pgd_quick")
+    run_experiment(NAME, profile="quick", out_dir=out)
+    return _read(out)
+
+
+@pytest.mark.slow
+def test_quick_profile_star_toy_and_feasibility_pass(quick_result):
+    """The star-toy half and the QCQP feasibility part reproduce at quick scale."""
+    parts = quick_result["verdict"]["parts"]
+    assert [p["status"] for p in parts[:4]] == ["pass"] * 4, parts
+    assert quick_result["metrics"]["goal_speedup_star"] >= 5.0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    reason="measured: median gap ~20-35% at the quick profile's 3000 training steps (the learned "
+    "map covers ~60% of K's area); the note's 5% is not reproduced at quick scale",
+    strict=False,
+)
+def test_quick_profile_qcqp_gap_passes(quick_result):
+    assert quick_result["verdict"]["status"] == "pass", quick_result["verdict"]
