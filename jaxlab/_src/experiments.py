@@ -52,6 +52,8 @@ __all__ = [
 ]
 
 PROFILES = ("smoke", "quick", "full")
+# A part's or a verdict's status, from whether the measured comparison held.
+_STATUS = {True: "pass", False: "fail"}
 
 
 class ExperimentConfig:
@@ -100,7 +102,7 @@ class Part:
         return {
             "claim": self.claim,
             "measured": self.measured,
-            "status": "pass" if self.passed else "fail",
+            "status": _STATUS[self.passed],
         }
 
 
@@ -142,7 +144,7 @@ class Result:
             "every part of the claim held" if passed else "failed: " + "; ".join(failed)
         )
         return {
-            "status": "pass" if passed else "fail",
+            "status": _STATUS[passed],
             "reason": reason,
             "parts": [p.as_dict() for p in self.parts],
         }

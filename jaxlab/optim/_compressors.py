@@ -26,6 +26,7 @@ Bits are counted for one message with 32-bit floats (:data:`FLOAT_BITS`) and
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 import numbers
@@ -119,7 +120,7 @@ def _check_k_ratio(k: Any, ratio: Any) -> None:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Compressor:
+class Compressor(abc.ABC):
     """A (possibly random) compression operator with its contraction parameter and bit cost.
 
     Subclasses implement :meth:`compress` on a flat vector, :meth:`alpha` and :meth:`bits`; the
@@ -174,17 +175,17 @@ class Compressor:
 
     # -- the operator on one flat vector ---------------------------------------------------------
 
+    @abc.abstractmethod
     def compress(self, v: jax.Array, rng_key: jax.Array | None = None) -> jax.Array:
         """Compresses a flat 1-D vector ``v``; the result has ``v``'s shape and dtype."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement compress")
 
+    @abc.abstractmethod
     def alpha(self, dim: int) -> float:
         """The contraction parameter alpha in (0, 1] for a ``dim``-vector (1 - the distortion)."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement alpha")
 
+    @abc.abstractmethod
     def bits(self, dim: int) -> int:
         """Bits of one compressed message of a ``dim``-vector (32-bit values, see the module)."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement bits")
 
     def omega(self, dim: int) -> float | None:
         """Variance ``omega`` of the unbiased operator before rescaling; ``None`` if biased."""

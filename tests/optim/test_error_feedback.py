@@ -230,7 +230,7 @@ def _path_worker(method, a_i, b_i, x0):
     return xs, state[1], state.bits  # state[1]: the residual e_i (EF) or the estimate g_i (EF21)
 
 
-def _tree_close(actual, expected, rtol=1e-5, atol=1e-6):
+def _assert_trees_close(actual, expected, rtol=1e-5, atol=1e-6):
     for x, y in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
 
@@ -258,7 +258,7 @@ def test_vmap_and_shard_map_over_8_devices_agree(method):
     a_s, b_s = jax.device_put((a, b), NamedSharding(mesh, spec))
     x0_s = jax.device_put(x0, NamedSharding(mesh, PartitionSpec()))
     by_shard_map = jax.jit(sharded)(a_s, b_s, x0_s)
-    _tree_close(by_shard_map, by_vmap)
+    _assert_trees_close(by_shard_map, by_vmap)
     # The iterate moved and every worker holds the same one.
     xs = np.asarray(by_vmap[0])
     assert np.max(np.abs(xs[:, -1] - np.asarray(x0))) > 1e-3
@@ -306,7 +306,7 @@ def test_two_processes_agree_with_vmap():
     by_vmap = jax.jit(jax.vmap(worker, axis_name=AXIS, in_axes=(0, 0, None)))(
         jnp.asarray(a), jnp.asarray(b), jnp.asarray(x0)
     )
-    _tree_close(by_processes, by_vmap)
+    _assert_trees_close(by_processes, by_vmap)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -345,7 +345,7 @@ def test_inside_nnx_optimizer_matches_the_functional_loop():
     for _ in range(5):
         updates, state = tx.update(jax.grad(pure_loss)(params), state, params)
         params = optax.apply_updates(params, updates)
-    _tree_close(nnx.state(model, nnx.Param), params, rtol=1e-6, atol=1e-7)
+    _assert_trees_close(nnx.state(model, nnx.Param), params, rtol=1e-6, atol=1e-7)
     assert float(loss(model)) < initial_loss
 
 
@@ -374,7 +374,7 @@ def test_clip_chain_with_injected_learning_rate_matches_plain():
     for lr in (0.3, 0.05):
         plain = trajectory(chained(optim.error_feedback_21(lr, compressor)))
         inj = trajectory(chained(injected(learning_rate=0.3, compressor=compressor)), new_lr=lr)
-        _tree_close(inj, plain, rtol=1e-6, atol=1e-7)
+        _assert_trees_close(inj, plain, rtol=1e-6, atol=1e-7)
     # Clipping is active (gradient norms ~ 2 ||target|| >> 1): the first step ("full" init, so
     # uncompressed) is lr times the clipped gradient, of norm lr.
     assert float(optax.tree.norm(plain[0])) == pytest.approx(0.05, rel=1e-5)
@@ -394,7 +394,7 @@ def test_error_feedback_under_inject_hyperparams_and_jit():
 
     tx_inj = injected(learning_rate=0.2, compressor=compressor)
     u_inj, _ = jax.jit(tx_inj.update)(grads, tx_inj.init(params), params)
-    _tree_close(u_inj, run(0.2), rtol=1e-6)
+    _assert_trees_close(u_inj, run(0.2), rtol=1e-6)
     # scaled sign of -0.2 g: (||0.2 g||_1 / 6) * sign(-g)
     l1 = 0.2 * 7.5 / 6
     np.testing.assert_allclose(

@@ -452,7 +452,8 @@ def test_relaxation_outside_unit_interval_raises(relaxation):
 
 
 def test_relaxation_one_is_allowed():
-    vi.StochasticExtragradient(operator_fn=_operator, stepsize=0.1, relaxation=1.0)
+    solver = vi.StochasticExtragradient(operator_fn=_operator, stepsize=0.1, relaxation=1.0)
+    assert solver.relaxation == 1.0  # the closed end of (0, 1] is accepted, not clamped
 
 
 @pytest.mark.parametrize(
