@@ -513,6 +513,19 @@ class _StochasticVISolver(IterativeSolver):
             _check_like("exact_operator_fn", out, init_params, "(z, *args)")
         return dtype
 
+    def init_state(self, init_params, *args, rng_key=None) -> VIState:
+        """The state at ``init_params``; ``rng_key`` (required) drives the oracle."""
+        dtype = self._check_inputs(init_params, rng_key, args)
+        feasible = self._project(init_params)
+        return VIState(
+            iter_num=jnp.zeros((), jnp.int32),
+            error=self._initial_error(feasible, args, dtype),
+            oracle_calls=jnp.zeros((), _count_dtype()),
+            rng_key=rng_key,
+            anchor=init_params,
+            feasible_params=feasible,
+        )
+
     def _initial_error(self, feasible, args, dtype):
         if self.exact_operator_fn is not None:
             return self._residual(feasible, args).astype(dtype)
@@ -577,18 +590,6 @@ class StochasticGradientDescentAscent(_StochasticVISolver):
       A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
-
-    def init_state(self, init_params, *args, rng_key=None) -> VIState:
-        dtype = self._check_inputs(init_params, rng_key, args)
-        feasible = self._project(init_params)
-        return VIState(
-            iter_num=jnp.zeros((), jnp.int32),
-            error=self._initial_error(feasible, args, dtype),
-            oracle_calls=jnp.zeros((), _count_dtype()),
-            rng_key=rng_key,
-            anchor=init_params,
-            feasible_params=feasible,
-        )
 
     def update(self, params, state: VIState, *args, rng_key=None) -> OptStep:
         del rng_key  # the state carries the key
@@ -671,18 +672,6 @@ class StochasticExtragradient(_StochasticVISolver):
             raise ValueError(f"relaxation must lie in (0, 1], got {self.relaxation!r}")
         if self.variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
-
-    def init_state(self, init_params, *args, rng_key=None) -> VIState:
-        dtype = self._check_inputs(init_params, rng_key, args)
-        feasible = self._project(init_params)
-        return VIState(
-            iter_num=jnp.zeros((), jnp.int32),
-            error=self._initial_error(feasible, args, dtype),
-            oracle_calls=jnp.zeros((), _count_dtype()),
-            rng_key=rng_key,
-            anchor=init_params,
-            feasible_params=feasible,
-        )
 
     def update(self, params, state: VIState, *args, rng_key=None) -> OptStep:
         del rng_key  # the state carries the key
@@ -774,18 +763,12 @@ class HalpernExtragradient(_StochasticVISolver):
                 raise ValueError(f"{name} must lie in [1, 2^31 - 1], got {value}")
 
     def init_state(self, init_params, *args, rng_key=None) -> HalpernState:
-        dtype = self._check_inputs(init_params, rng_key, args)
-        feasible = self._project(init_params)
+        base = super().init_state(init_params, *args, rng_key=rng_key)
         zeros = jax.tree.map(jnp.zeros_like, init_params)
         return HalpernState(
-            iter_num=jnp.zeros((), jnp.int32),
-            error=self._initial_error(feasible, args, dtype),
-            oracle_calls=jnp.zeros((), _count_dtype()),
-            rng_key=rng_key,
-            anchor=init_params,
-            feasible_params=feasible,
+            **base._asdict(),
             previous_params=init_params,
-            previous_feasible=feasible,
+            previous_feasible=base.feasible_params,
             operator_estimate=zeros,
             extrapolation_estimate=zeros,
         )
