@@ -192,6 +192,16 @@ def _cast_like(tree: Any, like: Any) -> Any:
 # EF.
 
 
+def _initial_state(state_cls: type, params: Any, axis_name: Any, seed: Any) -> Any:
+    """Count 0, a zero per-worker buffer (EF's residual, EF21's estimate), the key, no bits."""
+    return state_cls(
+        jnp.zeros([], jnp.int32),
+        _per_worker(optax.tree.zeros_like(params), axis_name),
+        jax.random.PRNGKey(seed),
+        jnp.zeros([], jnp.float32),
+    )
+
+
 def scale_by_error_feedback(
     compressor: Compressor,
     *,
@@ -244,12 +254,7 @@ def scale_by_error_feedback(
     _check_seed(seed)
 
     def init_fn(params):
-        return ErrorFeedbackState(
-            count=jnp.zeros([], jnp.int32),
-            error=_per_worker(optax.tree.zeros_like(params), axis_name),
-            rng_key=jax.random.PRNGKey(seed),
-            bits=jnp.zeros([], jnp.float32),
-        )
+        return _initial_state(ErrorFeedbackState, params, axis_name, seed)
 
     def update_fn(updates, state, params=None, **extra_args):
         del params, extra_args
@@ -397,12 +402,7 @@ def scale_by_error_feedback_21(
     dense = identity(scope=compressor.scope)
 
     def init_fn(params):
-        return ErrorFeedback21State(
-            count=jnp.zeros([], jnp.int32),
-            estimate=_per_worker(optax.tree.zeros_like(params), axis_name),
-            rng_key=jax.random.PRNGKey(seed),
-            bits=jnp.zeros([], jnp.float32),
-        )
+        return _initial_state(ErrorFeedback21State, params, axis_name, seed)
 
     def update_fn(updates, state, params=None, **extra_args):
         del params, extra_args
