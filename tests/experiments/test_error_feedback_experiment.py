@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from jaxlab import optim
 from jaxlab._src.runner import run_experiment
+from tests.experiments._common import run_and_check, stored_result
 
 NAME = "error-feedback"
 
 
-def _read(tmp_path):
-    path = tmp_path / NAME / "result.json"
-    assert path.exists()
-    return json.loads(path.read_text())
-
-
 def test_smoke_profile_end_to_end(tmp_path):
-    record = run_experiment(NAME, profile="smoke", out_dir=tmp_path)
-    stored = _read(tmp_path)
-    assert stored["verdict"] == json.loads(json.dumps(record["verdict"]))
-    verdict = stored["verdict"]
-    assert verdict["status"] in ("pass", "fail"), verdict  # not "error": the run completed
-    assert len(verdict["parts"]) == 3
-    assert all(p["status"] in ("pass", "fail") and p["measured"] for p in verdict["parts"])
-    for figure in stored["figures"]:
-        assert (tmp_path / NAME / figure).stat().st_size > 0
-    assert {"tightness.png", "least_squares.png", "heterogeneous.png", "logistic.png"} <= set(
-        stored["figures"]
+    stored = run_and_check(
+        NAME,
+        tmp_path,
+        profile="smoke",
+        num_parts=3,
+        figures={"tightness.png", "least_squares.png", "heterogeneous.png", "logistic.png"},
     )
+    verdict = stored["verdict"]
 
     metrics = stored["metrics"]
     # The tightness rows agree with the closed form computed here, independently of the run.
@@ -104,7 +93,7 @@ def test_smoke_profile_end_to_end(tmp_path):
 @pytest.mark.slow
 def test_quick_profile_passes(tmp_path):
     record = run_experiment(NAME, profile="quick", out_dir=tmp_path)
-    verdict = _read(tmp_path)["verdict"]
+    verdict = stored_result(tmp_path, NAME)["verdict"]
     assert verdict["status"] == "pass", verdict
     metrics = record["metrics"]
     assert metrics["least_squares_ratio_ef21"] >= 1.25

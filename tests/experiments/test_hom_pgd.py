@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,27 +17,16 @@ from jaxlab.experiments.hom_pgd import (
     star_constraint,
     star_projection,
 )
+from tests.experiments._common import run_and_check, stored_result
 
 NAME = "hom-pgd"
 
 
-def _read(out_dir):
-    path = out_dir / NAME / "result.json"
-    assert path.exists()
-    return json.loads(path.read_text())
-
-
 def test_smoke_profile_end_to_end(tmp_path):
-    record = run_experiment(NAME, profile="smoke", out_dir=tmp_path)
-    stored = _read(tmp_path)
-    assert stored["verdict"] == json.loads(json.dumps(record["verdict"]))
+    stored = run_and_check(
+        NAME, tmp_path, profile="smoke", num_parts=5, figures={"star.png", "qcqp.png"}
+    )
     verdict = stored["verdict"]
-    assert verdict["status"] in ("pass", "fail"), verdict  # not "error": the run completed
-    assert len(verdict["parts"]) == 5
-    assert all(p["status"] in ("pass", "fail") and p["measured"] for p in verdict["parts"])
-    assert {"star.png", "qcqp.png"} <= set(stored["figures"])
-    for figure in stored["figures"]:
-        assert (tmp_path / NAME / figure).stat().st_size > 0
 
     metrics = stored["metrics"]
     star = metrics["star"]
@@ -130,7 +117,7 @@ def test_star_projection_is_exact(x64):
 def quick_result(tmp_path_factory):
     out = tmp_path_factory.mktemp("hom_pgd_quick")
     run_experiment(NAME, profile="quick", out_dir=out)
-    return _read(out)
+    return stored_result(out, NAME)
 
 
 @pytest.mark.slow

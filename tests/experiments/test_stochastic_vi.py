@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from jaxlab._src.runner import run_experiment
+from tests.experiments._common import run_and_check, stored_result
 
 NAME = "stochastic-vi"
 
@@ -15,23 +14,15 @@ NAME = "stochastic-vi"
 _NOTE_RADII = {"gda": 1.0332, "eg": 1.5747, "eg+0.5": 1.0470, "eg+0.25": 0.9419}
 
 
-def _read(tmp_path):
-    path = tmp_path / NAME / "result.json"
-    assert path.exists()
-    return json.loads(path.read_text())
-
-
 def test_smoke_profile_end_to_end(tmp_path):
-    record = run_experiment(NAME, profile="smoke", out_dir=tmp_path)
-    stored = _read(tmp_path)
-    assert stored["verdict"] == json.loads(json.dumps(record["verdict"]))
+    stored = run_and_check(
+        NAME,
+        tmp_path,
+        profile="smoke",
+        num_parts=4,
+        figures={"bilinear_residual.png", "weak_minty.png"},
+    )
     verdict = stored["verdict"]
-    assert verdict["status"] in ("pass", "fail"), verdict  # not "error": the run completed
-    assert len(verdict["parts"]) == 4
-    assert all(p["status"] in ("pass", "fail") and p["measured"] for p in verdict["parts"])
-    assert {"bilinear_residual.png", "weak_minty.png"} <= set(stored["figures"])
-    for figure in stored["figures"]:
-        assert (tmp_path / NAME / figure).stat().st_size > 0
 
     metrics = stored["metrics"]
     minty = metrics["weak_minty"][0]
@@ -72,7 +63,7 @@ def test_smoke_profile_end_to_end(tmp_path):
 @pytest.mark.slow
 def test_quick_profile_passes(tmp_path):
     record = run_experiment(NAME, profile="quick", out_dir=tmp_path)
-    verdict = _read(tmp_path)["verdict"]
+    verdict = stored_result(tmp_path, NAME)["verdict"]
     assert verdict["status"] == "pass", verdict
     metrics = record["metrics"]
     # Growing batches keep decreasing: negative slopes over the last two decades.
