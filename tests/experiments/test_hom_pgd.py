@@ -55,6 +55,13 @@ def test_smoke_profile_end_to_end(tmp_path):
             (row["value"] - row["slsqp_value"]) / abs(row["slsqp_value"])
         )
         assert 0.0 <= row["eps_inn"] <= 1.0
+        # The kept end point is the best feasible one over the starts, the centre among them.
+        if row["feasible"]:
+            assert row["violation"] <= 1e-5
+            if row["centre_violation"] <= 1e-5:
+                assert row["value"] <= row["centre_value"] + 1e-7
+    assert qcqp["hom_starts"] == 3
+    assert qcqp["penalty_weight"] == 10.0 and qcqp["validation_median_gap"] == {}
     feasible = np.mean([row["violation"] <= 1e-5 for row in rows])
     assert qcqp["feasible_fraction"] == pytest.approx(feasible)
     assert qcqp["median_gap"] == pytest.approx(np.median([row["gap"] for row in rows]))
@@ -130,9 +137,26 @@ def test_quick_profile_star_toy_and_feasibility_pass(quick_result):
 
 @pytest.mark.slow
 @pytest.mark.xfail(
-    reason="measured: median gap ~20-35% at the quick profile's 3000 training steps (the learned "
-    "map covers ~60% of K's area); the note's 5% is not reproduced at quick scale",
+    reason="measured: best-of-20-starts median gap 5.4% (centre start alone 14.4%) with w_pen 1 "
+    "chosen on validation instances, at 3000 training steps: just above the note's 5%",
     strict=False,
 )
 def test_quick_profile_qcqp_gap_passes(quick_result):
     assert quick_result["verdict"]["status"] == "pass", quick_result["verdict"]
+
+
+def test_penalty_weight_selection_and_best_of_starts():
+    from jaxlab.experiments.hom_pgd import _best_of_starts, _latent_starts, select_penalty_weight
+
+    assert select_penalty_weight({1.0: 0.04, 3.0: 0.09, 10.0: 0.30}) == 1.0
+    assert select_penalty_weight({1.0: 0.05, 10.0: 0.05}) == 10.0  # tie: smaller ε_inn
+    assert select_penalty_weight({3.0: np.inf, 10.0: 0.2}) == 10.0  # infeasible validation
+    with pytest.raises(ValueError, match="validation_gaps"):
+        select_penalty_weight({})
+    # Best feasible wins even when an infeasible start has a lower value.
+    values = np.array([0.5, -3.0, 0.1])
+    assert _best_of_starts(values, np.array([0.0, 1.0, 0.0])) == (2, True)
+    assert _best_of_starts(values, np.array([3.0, 1.0, 2.0])) == (1, False)
+    starts = np.asarray(_latent_starts(jax.random.key(0), 5, 2))
+    assert starts.shape == (5, 2) and np.all(starts[0] == 0)
+    assert np.all(np.linalg.norm(starts, axis=1) <= 0.9 + 1e-6)
