@@ -1,0 +1,447 @@
+"""Mixture-of-experts feed-forward layer with top-K routing, load balancing and capacity.
+
+A token ``x ∈ ℝ^d`` is scored by a linear router, ``s = W_r x ∈ ℝ^M``; the K experts with the
+largest scores ``𝒮 = TopK(s)`` process it and their outputs are mixed by gates::
+
+    y = Σ_{e ∈ 𝒮} p_e E_e(x),        E_e(x) = W₂ᵉ φ(W₁ᵉ x)      (d -> h -> d, no biases)
+
+with ``p`` one of two gates:
+
+* ``"softmax_topk"`` (default; Switch/GShard): ``p = softmax(s)`` restricted to ``𝒮``, not
+  renormalised, so even at K = 1 the gate ``p_e = softmax(s)_e`` depends on every logit and the
+  router receives a gradient from the task loss;
+* ``"topk_softmax"``: ``p = softmax(s_𝒮)`` renormalised over ``𝒮``. At K = 1 the single gate is
+  identically 1: the router gets **no task gradient** (only the balance loss trains it).
+
+The layer is computed densely with masking: every expert runs on every token through one
+``einsum`` over a stacked expert axis and the gates zero out the unselected ones, so shapes are
+static and the layer jits and vmaps; the *analytic* cost of sparse execution is
+:meth:`MixtureOfExperts.flops_per_token`.
+
+References:
+  Q. Zhu, Shi, Wei, Wang, Zhou, Zhang, "Rethinking Convergence in MoE Training: The Role of
+  Routing Sparsity", ICML 2026;
+  W. Fedus, B. Zoph, N. Shazeer, "Switch Transformers", JMLR 2022 (balance loss, capacity);
+  D. Lepikhin et al., "GShard", ICLR 2021 (top-2 gating, capacity, priority of first choices).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+from jax.typing import ArrayLike
+
+__all__ = [
+    "GATES",
+    "MixtureOfExperts",
+    "MoEStats",
+    "RouterOutput",
+    "TopKRouter",
+    "load_balancing_loss",
+]
+
+GATES = ("softmax_topk", "topk_softmax")
+
+
+def _check_positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _check_top_k(top_k: Any, num_experts: int) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
+        raise TypeError(f"top_k must be a Python int (it fixes shapes), got {top_k!r}")
+    if not 1 <= top_k <= num_experts:
+        raise ValueError(f"top_k must be in [1, num_experts={num_experts}], got {top_k}")
+    return int(top_k)
+
+
+def _check_gate(gate: Any) -> str:
+    if gate not in GATES:
+        raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
+    return gate
+
+
+def _check_capacity_factor(capacity_factor: Any) -> float | None:
+    if capacity_factor is None:
+        return None
+    if isinstance(capacity_factor, bool) or not isinstance(
+        capacity_factor, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"capacity_factor must be None or a number, got {capacity_factor!r}")
+    if not (math.isfinite(capacity_factor) and capacity_factor > 0):
+        raise ValueError(f"capacity_factor must be None or > 0, got {capacity_factor!r}")
+    return float(capacity_factor)
+
+
+def _check_last_axis(x: jax.Array, size: int, name: str) -> None:
+    if x.ndim < 1 or x.shape[-1] != size:
+        raise ValueError(f"{name} must have last axis of size {size}, got shape {x.shape}")
+
+
+class RouterOutput(NamedTuple):
+    """What :class:`TopKRouter` returns (leading token axes as in its input).
+
+    Attributes:
+      gates: ``[..., M]`` gate ``p_e`` of each selected expert, zero off the top-K.
+      router_probs: ``[..., M]`` ``softmax(s)`` over all experts (the balance loss's ``P``).
+      dispatch_mask: ``[..., M]`` bool, the top-K selection.
+      expert_index: ``[..., K]`` int32 selected experts, best first (capacity priority).
+      logits: ``[..., M]`` router scores ``s = W_r x`` (at least float32).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from flax import nnx
+      >>> out = TopKRouter(4, 8, 2, rngs=nnx.Rngs(0))(jnp.ones((3, 4)))
+      >>> out.gates.shape, out.expert_index.shape, int(out.dispatch_mask.sum())
+      ((3, 8), (3, 2), 6)
+    """
+
+    gates: jax.Array
+    router_probs: jax.Array
+    dispatch_mask: jax.Array
+    expert_index: jax.Array
+    logits: jax.Array
+
+
+class MoEStats(NamedTuple):
+    """Routing statistics of one :class:`MixtureOfExperts` call (tokens flattened to ``N``).
+
+    Attributes:
+      load_balancing_loss: scalar Switch loss ``M Σ_e f_e P_e`` (unweighted: the caller
+        multiplies by α); 1 for perfectly uniform routing, ``M`` for total collapse.
+      router_probs: ``[N, M]`` ``softmax(s)`` over all experts.
+      expert_load: ``[M]`` ``f_e = #{tokens routed to e} / (K N)``, the fraction of routed
+        assignments each expert receives (before capacity; sums to 1).
+      dropped_fraction: scalar fraction of the ``K N`` token-expert assignments dropped because
+        an expert was full (0 with ``capacity_factor=None``).
+      num_dropped: int32 count of dropped assignments.
+      combine_weights: ``[N, M]`` gates actually applied (after capacity).
+      dispatch_mask: ``[N, M]`` bool top-K selection (before capacity).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from flax import nnx
+      >>> moe = MixtureOfExperts(4, 8, num_experts=4, top_k=2, rngs=nnx.Rngs(0))
+      >>> y, stats = moe(jnp.ones((2, 3, 4)))
+      >>> stats.router_probs.shape, float(stats.expert_load.sum()), float(stats.dropped_fraction)
+      ((6, 4), 1.0, 0.0)
+    """
+
+    load_balancing_loss: jax.Array
+    router_probs: jax.Array
+    expert_load: jax.Array
+    dropped_fraction: jax.Array
+    num_dropped: jax.Array
+    combine_weights: jax.Array
+    dispatch_mask: jax.Array
+
+
+def load_balancing_loss(router_probs: ArrayLike, dispatch_mask: ArrayLike, top_k: int) -> jax.Array:
+    """Switch-Transformer load-balancing loss ``M Σ_e f_e P_e`` (unweighted).
+
+    ``f_e = (1/(K N)) Σ_n mask[n, e]`` is the fraction of the ``K N`` routed assignments sent to
+    expert ``e`` (piecewise constant, so no gradient flows through it) and
+    ``P_e = (1/N) Σ_n probs[n, e]`` the mean router probability; both sum to 1 over experts, so
+    the loss is 1 when routing is uniform (``f = P = 1/M``) and ``M`` when every token goes to one
+    expert with probability 1. Multiply by ``α`` (1e-2 in Switch) when adding it to the task loss.
+
+    Args:
+      router_probs: ``[..., M]`` router softmax probabilities; leading axes are tokens.
+      dispatch_mask: ``[..., M]`` (bool or 0/1) top-K selection, same shape.
+      top_k: K, the number of experts per token (``1 <= top_k <= M``).
+
+    Returns:
+      A scalar (float32, or float64 for float64 probabilities).
+
+    Raises:
+      ValueError: shapes differ, or ``top_k`` outside ``[1, M]``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> probs = jnp.full((4, 2), 0.5)                 # uniform router
+      >>> mask = jnp.asarray([[1, 0], [0, 1], [1, 0], [0, 1]], bool)
+      >>> float(load_balancing_loss(probs, mask, top_k=1))
+      1.0
+      >>> collapsed = jnp.asarray([[1.0, 0.0]] * 4)     # everything on expert 0
+      >>> float(load_balancing_loss(collapsed, collapsed > 0.5, top_k=1))
+      2.0
+
+    References:
+      W. Fedus, B. Zoph, N. Shazeer, "Switch Transformers", JMLR 2022, eq. (4).
+    """
+    router_probs = jnp.asarray(router_probs)
+    dispatch_mask = jnp.asarray(dispatch_mask)
+    if router_probs.ndim < 1 or router_probs.shape != dispatch_mask.shape:
+        raise ValueError(
+            "router_probs and dispatch_mask must have the same shape [..., M], got "
+            f"{router_probs.shape} and {dispatch_mask.shape}"
+        )
+    num_experts = router_probs.shape[-1]
+    top_k = _check_top_k(top_k, num_experts)
+    dtype = jnp.promote_types(router_probs.dtype, jnp.float32)
+    probs = jnp.reshape(router_probs, (-1, num_experts)).astype(dtype)
+    mask = jnp.reshape(dispatch_mask, (-1, num_experts)).astype(dtype)
+    num_tokens = probs.shape[0]
+    fraction = jax.lax.stop_gradient(jnp.sum(mask, axis=0)) / (top_k * num_tokens)
+    mean_prob = jnp.mean(probs, axis=0)
+    return num_experts * jnp.sum(fraction * mean_prob)
+
+
+class TopKRouter(nnx.Module):
+    """Linear top-K router: logits ``s = W_r x``, top-K selection and gates.
+
+    ``𝒮 = TopK(s)`` (ties go to the lower expert index, ``jax.lax.top_k``'s rule). Gates:
+    ``"softmax_topk"`` ``p_e = softmax(s)_e`` for ``e ∈ 𝒮`` (not renormalised) or
+    ``"topk_softmax"`` ``p_e = exp(s_e) / Σ_{e' ∈ 𝒮} exp(s_{e'})``. The renormalised gate at
+    K = 1 is identically 1, so its derivative with respect to the logits is exactly zero: the
+    router then learns only from the balance loss (the note's pitfall). The logits and gates are
+    computed in at least float32.
+
+    Tie-breaking: the note suggests 1e-6 noise on the logits against ties (e.g. a zero-initialised
+    router). Pass ``rng_key`` to add ``tie_break_noise · U(0, 1)`` to the logits used for the
+    *selection* only (gates use the clean logits); without a key, selection is deterministic.
+
+    Args:
+      in_features: d, size of the token's last axis.
+      num_experts: M.
+      top_k: K in ``[1, M]`` (static Python int: it fixes shapes).
+      gate: ``"softmax_topk"`` or ``"topk_softmax"``.
+      init_std: standard deviation of the ``N(0, init_std²)`` router weights.
+      tie_break_noise: scale of the optional selection noise.
+      rngs: ``nnx.Rngs`` for the initial weights.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from flax import nnx
+      >>> router = TopKRouter(4, 8, 2, rngs=nnx.Rngs(0))
+      >>> out = router(jax.random.normal(jax.random.key(1), (5, 4)))
+      >>> out.gates.shape, (out.gates > 0).sum(axis=-1).tolist()
+      ((5, 8), [2, 2, 2, 2, 2])
+      >>> bool(jnp.all(out.gates.sum(-1) < 1))        # softmax_topk: not renormalised
+      True
+
+    References:
+      Zhu et al., "Rethinking Convergence in MoE Training: The Role of Routing Sparsity",
+      ICML 2026; N. Shazeer et al., "Outrageously Large Neural Networks", ICLR 2017.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_experts: int,
+        top_k: int,
+        *,
+        gate: str = "softmax_topk",
+        init_std: float = 0.02,
+        tie_break_noise: float = 1e-6,
+        rngs: nnx.Rngs,
+    ):
+        self.in_features = _check_positive_int(in_features, "in_features")
+        self.num_experts = _check_positive_int(num_experts, "num_experts")
+        self.top_k = _check_top_k(top_k, self.num_experts)
+        self.gate = _check_gate(gate)
+        if not (isinstance(init_std, (int, float)) and init_std >= 0):
+            raise ValueError(f"init_std must be a number >= 0, got {init_std!r}")
+        if not (isinstance(tie_break_noise, (int, float)) and tie_break_noise >= 0):
+            raise ValueError(f"tie_break_noise must be a number >= 0, got {tie_break_noise!r}")
+        self.tie_break_noise = float(tie_break_noise)
+        self.kernel = nnx.Param(
+            init_std * jax.random.normal(rngs.params(), (self.in_features, self.num_experts))
+        )
+
+    def __call__(self, x: ArrayLike, *, rng_key: jax.Array | None = None) -> RouterOutput:
+        x = jnp.asarray(x)
+        _check_last_axis(x, self.in_features, "x")
+        # Routing in at least float32 (bf16 logits make near-ties and gates coarse).
+        dtype = jnp.promote_types(jnp.promote_types(x.dtype, self.kernel.dtype), jnp.float32)
+        logits = jnp.matmul(x.astype(dtype), self.kernel[...].astype(dtype))
+        selection = logits
+        if rng_key is not None:
+            noise = jax.random.uniform(rng_key, logits.shape, dtype)
+            selection = logits + self.tie_break_noise * noise
+        _, expert_index = jax.lax.top_k(selection, self.top_k)
+        dispatch_mask = jnp.any(
+            jax.nn.one_hot(expert_index, self.num_experts, dtype=jnp.int32) > 0, axis=-2
+        )
+        router_probs = jax.nn.softmax(logits, axis=-1)
+        if self.gate == "softmax_topk":
+            gates = jnp.where(dispatch_mask, router_probs, 0.0)
+        else:
+            # softmax over the selected logits only; masked entries are exp(-inf) = 0 exactly, and
+            # at K = 1 the gate is exactly 1 with an exactly zero derivative.
+            gates = jax.nn.softmax(jnp.where(dispatch_mask, logits, -jnp.inf), axis=-1)
+        return RouterOutput(gates, router_probs, dispatch_mask, expert_index, logits)
+
+
+def _capacity_keep_mask(expert_index: jax.Array, num_experts: int, capacity: int) -> jax.Array:
+    """``[N, M]`` bool: which of the top-K assignments fit in the experts' buffers.
+
+    Priority (GShard): every token's first choice is placed before any second choice, and within
+    a choice rank earlier tokens come first; an assignment is kept if it is among the first
+    ``capacity`` assignments of its expert in that order.
+    """
+    num_tokens, top_k = expert_index.shape
+    one_hot = jax.nn.one_hot(expert_index.T, num_experts, dtype=jnp.int32)  # [K, N, M]
+    flat = jnp.reshape(one_hot, (top_k * num_tokens, num_experts))
+    position = jnp.cumsum(flat, axis=0)  # 1-based slot of each assignment in its expert
+    keep = (flat > 0) & (position <= capacity)
+    return jnp.any(jnp.reshape(keep, (top_k, num_tokens, num_experts)), axis=0)
+
+
+class MixtureOfExperts(nnx.Module):
+    """Mixture-of-experts feed-forward layer with top-K routing, balance loss and capacity.
+
+    ``y = Σ_{e ∈ TopK(s)} p_e W₂ᵉ φ(W₁ᵉ x)`` with the gates ``p`` of :class:`TopKRouter`
+    (``"softmax_topk"`` by default). Leading axes of ``x`` are flattened into ``N`` tokens.
+
+    **Capacity.** With ``capacity_factor=c`` each expert holds at most
+    ``C = ceil(c · K · N / M)`` tokens; assignments beyond that (first choices before second
+    choices, then token order) are dropped: their gate is set to 0 (not renormalised), so in a
+    residual block the token passes through that expert unchanged. Drops are counted in
+    :class:`MoEStats`. ``capacity_factor=None`` means no limit.
+
+    **Balance loss.** ``stats.load_balancing_loss = M Σ_e f_e P_e`` (see
+    :func:`load_balancing_loss`) is returned unweighted; add ``α ·`` it (α = 1e-2) to the loss.
+
+    **Cost.** Experts are evaluated densely and masked (static shapes, one ``einsum`` over the
+    stacked expert axis), so wall time does not fall with K on CPU; the cost of sparse
+    execution is :meth:`flops_per_token`: router ``2dM`` plus ``4dh`` per active expert.
+
+    Weights: router ``N(0, router_init_std²)``; ``W₁ᵉ ~ N(0, 1/d)``, ``W₂ᵉ ~ N(0, 1/h)``
+    (``1/fan_in`` variance), stored stacked as ``[M, d, h]`` and ``[M, h, d]``.
+
+    Args:
+      in_features: d.
+      hidden_features: h, hidden width of each expert.
+      num_experts: M.
+      top_k: K in ``[1, M]`` (static Python int).
+      gate: ``"softmax_topk"`` or ``"topk_softmax"``.
+      capacity_factor: ``None`` (no limit) or ``c > 0``.
+      activation: φ (GELU by default).
+      router_init_std: standard deviation of the router weights.
+      rngs: ``nnx.Rngs`` for the initial weights.
+
+    Call:
+      ``moe(x[..., d], *, rng_key=None) -> (y[..., d], MoEStats)``; ``rng_key`` only enables
+      the router's 1e-6 tie-breaking noise.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from flax import nnx
+      >>> moe = MixtureOfExperts(8, 16, num_experts=4, top_k=2, capacity_factor=1.0,
+      ...                        rngs=nnx.Rngs(0))
+      >>> x = jax.random.normal(jax.random.key(1), (2, 10, 8))
+      >>> y, stats = moe(x)
+      >>> y.shape, stats.load_balancing_loss.shape, stats.expert_load.shape
+      ((2, 10, 8), (), (4,))
+      >>> int(stats.combine_weights.astype(bool).sum(0).max()) <= 10   # C = ceil(2*20/4)
+      True
+      >>> moe.flops_per_token()                       # 2*8*4 + 2 * 4*8*16
+      1088
+
+    References:
+      Zhu et al., "Rethinking Convergence in MoE Training: The Role of Routing Sparsity",
+      ICML 2026; Fedus, Zoph, Shazeer, "Switch Transformers", JMLR 2022; Lepikhin et al.,
+      "GShard", ICLR 2021.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_features: int,
+        num_experts: int,
+        top_k: int,
+        *,
+        gate: str = "softmax_topk",
+        capacity_factor: float | None = None,
+        activation: Callable[[jax.Array], jax.Array] = jax.nn.gelu,
+        router_init_std: float = 0.02,
+        rngs: nnx.Rngs,
+    ):
+        self.in_features = _check_positive_int(in_features, "in_features")
+        self.hidden_features = _check_positive_int(hidden_features, "hidden_features")
+        self.num_experts = _check_positive_int(num_experts, "num_experts")
+        self.top_k = _check_top_k(top_k, self.num_experts)
+        self.gate = _check_gate(gate)
+        self.capacity_factor = _check_capacity_factor(capacity_factor)
+        if not callable(activation):
+            raise TypeError(f"activation must be callable, got {activation!r}")
+        self.activation = activation
+        self.router = TopKRouter(
+            self.in_features,
+            self.num_experts,
+            self.top_k,
+            gate=self.gate,
+            init_std=router_init_std,
+            rngs=rngs,
+        )
+        d, h, m = self.in_features, self.hidden_features, self.num_experts
+        self.w_in = nnx.Param(jax.random.normal(rngs.params(), (m, d, h)) / math.sqrt(d))
+        self.w_out = nnx.Param(jax.random.normal(rngs.params(), (m, h, d)) / math.sqrt(h))
+
+    def capacity(self, num_tokens: int) -> int | None:
+        """Per-expert capacity ``ceil(capacity_factor · K · N / M)`` (``None``: unlimited)."""
+        if self.capacity_factor is None:
+            return None
+        return math.ceil(self.capacity_factor * self.top_k * num_tokens / self.num_experts)
+
+    def flops_per_token(self) -> int:
+        """Analytic forward FLOPs per token of sparse execution: ``2dM + K · 4dh``.
+
+        The router's matmul costs ``2dM``; each of the K active experts two matmuls of ``2dh``.
+        Gating, softmax and the activation are ignored; a training step costs about 3x.
+        """
+        d, h = self.in_features, self.hidden_features
+        return 2 * d * self.num_experts + self.top_k * 4 * d * h
+
+    def __call__(
+        self, x: ArrayLike, *, rng_key: jax.Array | None = None
+    ) -> tuple[jax.Array, MoEStats]:
+        x = jnp.asarray(x)
+        _check_last_axis(x, self.in_features, "x")
+        lead = x.shape[:-1]
+        tokens = jnp.reshape(x, (math.prod(lead), self.in_features))
+        num_tokens = tokens.shape[0]
+        route = self.router(tokens, rng_key=rng_key)
+        capacity = self.capacity(num_tokens)
+        if capacity is None:
+            kept = route.dispatch_mask
+        else:
+            kept = _capacity_keep_mask(route.expert_index, self.num_experts, capacity)
+        combine = jnp.where(kept, route.gates, 0.0)
+        num_dropped = self.top_k * num_tokens - jnp.sum(kept, dtype=jnp.int32)
+
+        # All experts at once as one dense layer of width M·h over the stacked weights, and
+        # Σ_e c_e W₂ᵉ φ(W₁ᵉx) = Σ_e W₂ᵉ (c_e φ(W₁ᵉx)): gate the hidden units, then contract
+        # (expert, hidden) in one matmul. Plain 2-D matmuls run ~2x faster on CPU than the
+        # equivalent batched einsums.
+        d, h, m = self.in_features, self.hidden_features, self.num_experts
+        w_in = jnp.reshape(jnp.transpose(self.w_in[...], (1, 0, 2)), (d, m * h))
+        hidden = self.activation(tokens @ w_in.astype(tokens.dtype))
+        gated = jnp.reshape(hidden, (num_tokens, m, h)) * combine.astype(hidden.dtype)[:, :, None]
+        w_out = jnp.reshape(self.w_out[...], (m * h, d)).astype(tokens.dtype)
+        y = jnp.reshape(gated, (num_tokens, m * h)) @ w_out
+
+        expert_load = jnp.sum(route.dispatch_mask, axis=0, dtype=jnp.float32) / (
+            self.top_k * num_tokens
+        )
+        stats = MoEStats(
+            load_balancing_loss=load_balancing_loss(
+                route.router_probs, route.dispatch_mask, self.top_k
+            ),
+            router_probs=route.router_probs,
+            expert_load=expert_load,
+            dropped_fraction=num_dropped.astype(jnp.float32) / (self.top_k * num_tokens),
+            num_dropped=num_dropped,
+            combine_weights=combine,
+            dispatch_mask=route.dispatch_mask,
+        )
+        return jnp.reshape(y, (*lead, self.in_features)).astype(x.dtype), stats
