@@ -1,0 +1,62 @@
+"""Mean-field Langevin particle systems: mirror maps, MFLD and mirror MFLD (blackjax shape).
+
+Mirror mean-field Langevin dynamics (Gu & Kim, ICML 2026) minimises ``F(μ) + λ Ent(μ)`` over
+probability measures on a convex domain by running ``N`` interacting particles in the geometry
+of a mirror map, so every particle stays strictly inside the domain; with the Euclidean map it is
+mean-field Langevin dynamics (MFLD). ``mmfld``/``mfld`` return ``(init, step)``; the same step
+runs vmapped on one device and under ``jax.shard_map`` over a ``'particles'`` mesh axis
+(:func:`shard_step`), also across processes.
+"""
+
+from jaxlab.particles._functionals import (
+    BoxFixedPoint,
+    interacting_box_fixed_point,
+    interacting_box_functional,
+    linear_potential_functional,
+    truncated_exponential_moments,
+    two_layer_network_functional,
+)
+from jaxlab.particles._mfld import (
+    MeanFieldFunctional,
+    MFLDInfo,
+    MFLDState,
+    SamplingAlgorithm,
+    build_kernel,
+    init,
+    mfld,
+    mmfld,
+    nearest_neighbour_entropy,
+    shard_step,
+)
+from jaxlab.particles._mirror_maps import (
+    MirrorMap,
+    box_mirror_map,
+    euclidean_mirror_map,
+    simplex_mirror_map,
+)
+
+__all__ = [
+    # mirror maps
+    "MirrorMap",
+    "box_mirror_map",
+    "euclidean_mirror_map",
+    "simplex_mirror_map",
+    # particle systems
+    "MFLDInfo",
+    "MFLDState",
+    "MeanFieldFunctional",
+    "SamplingAlgorithm",
+    "build_kernel",
+    "init",
+    "mfld",
+    "mmfld",
+    "nearest_neighbour_entropy",
+    "shard_step",
+    # functionals and closed forms
+    "BoxFixedPoint",
+    "interacting_box_fixed_point",
+    "interacting_box_functional",
+    "linear_potential_functional",
+    "truncated_exponential_moments",
+    "two_layer_network_functional",
+]

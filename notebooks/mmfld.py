@@ -1,0 +1,229 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Mirror mean-field Langevin dynamics
+#
+# A. Gu, J. Kim, *Mirror Mean-Field Langevin Dynamics*, ICML 2026 (arXiv 2505.02621).
+#
+# Many learning problems are optimisation over **probability measures**: a mean-field neural
+# network is a measure over its neurons, a mixture is a measure over components. With an entropy
+# regulariser the objective is
+#
+# $$\mathcal L(\mu) = F(\mu) + \lambda\,\mathrm{Ent}(\mu),\qquad
+#   \mathrm{Ent}(\mu) = \int \log\frac{d\mu}{dx}\,d\mu .$$
+#
+# **Mean-field Langevin dynamics** (MFLD) minimises it with $N$ interacting particles, each
+# following the gradient of the first variation $\delta F/\delta\mu$ at the particles' empirical
+# measure $\hat\mu$ plus Gaussian noise,
+#
+# $$X^i \leftarrow X^i - \eta\nabla_x\frac{\delta F}{\delta\mu}(\hat\mu, X^i)
+#   + \sqrt{2\lambda\eta}\,\xi^i .$$
+#
+# Its isotropic noise ignores constraints: on a box or a simplex, particles walk out.
+#
+# **Mirror MFLD** runs the same dynamics in the geometry of a *mirror map* $\varphi$ whose
+# Hessian $G = \nabla^2\varphi$ blows up at the boundary: the noise has covariance
+# $G^{-1}$, which vanishes there. In primal coordinates (Itô form, the scheme jaxlab uses)
+#
+# $$X \leftarrow X + \eta\big[-G^{-1}\nabla_x\tfrac{\delta F}{\delta\mu}(\hat\mu, X)
+#     + \lambda\,\nabla\!\cdot G^{-1}(X)\big] + \sqrt{2\lambda\eta}\;G^{-1/2}(X)\,\xi .$$
+#
+# The $\lambda\nabla\cdot G^{-1}$ term is what keeps the stationary law
+# $\mu^\star \propto \exp(-\tfrac{1}{\lambda}\tfrac{\delta F}{\delta\mu}(\mu^\star,\cdot))$.
+#
+# This notebook: (1) the mirror maps; (2) a 1-D problem with a known answer, comparing the
+# primal scheme, the paper's dual scheme and projected Langevin; (3) a constrained mean-field
+# two-layer network; (4) the same step sharded over devices.
+
+# %%
+import os
+
+import jax
+
+# Moment checks against closed forms need float64.
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from jaxlab import particles  # noqa: E402
+
+PROFILE = os.environ.get("JAXLAB_NOTEBOOK_PROFILE", "quick")
+SMOKE = PROFILE == "smoke"
+N = 2_000 if SMOKE else 20_000
+print(f"profile {PROFILE}, {N:,} particles, {jax.device_count()} device(s)")
+
+# %% [markdown]
+# ## 1. Mirror maps
+#
+# A `MirrorMap` bundles, for one particle, $\nabla\varphi$ (`to_dual`), its inverse
+# $\nabla\varphi^*$ (`to_primal`), the Hessian, $G^{-1}v$, $\nabla\cdot G^{-1}$, noise with
+# covariance $G^{-1}$, and a clip. On $[0, 1]$ the entropic map gives $G^{-1} = x(1-x)$: the
+# Jacobi diffusion. On the simplex $G^{-1} = \mathrm{diag}(x) - xx^\top$: Wright–Fisher.
+
+# %%
+box = particles.box_mirror_map(0.0, 1.0)
+x = jnp.linspace(0.01, 0.99, 99)[:, None]
+fig, ax = plt.subplots(figsize=(6, 3.2))
+ax.plot(x[:, 0], jax.vmap(box.to_dual)(x)[:, 0], label="∇φ(x) = log(x/(1-x))")
+ax.plot(
+    x[:, 0],
+    jax.vmap(lambda z: box.inverse_hessian_vector(z, jnp.ones(1)))(x)[:, 0],
+    label="G⁻¹(x) = x(1-x): noise variance",
+)
+ax.plot(x[:, 0], jax.vmap(box.inverse_hessian_divergence)(x)[:, 0], label="∇·G⁻¹ = 1 - 2x")
+ax.set_xlabel("x")
+ax.legend()
+plt.show()
+
+y = jnp.asarray([0.3, -1.2])
+simplex = particles.simplex_mirror_map()
+x_simplex = simplex.to_primal(y)
+print("softmax(0, y) =", np.round(np.asarray(x_simplex), 4), " sum", float(x_simplex.sum()))
+print(
+    "jacfwd(to_primal) equals G⁻¹ (reduced columns):",
+    bool(
+        jnp.allclose(
+            jax.jacfwd(simplex.to_primal)(y),
+            (jnp.diag(x_simplex) - jnp.outer(x_simplex, x_simplex))[:, 1:],
+        )
+    ),
+)
+
+# %% [markdown]
+# ## 2. A problem with a known answer: the linear potential on [0, 1]
+#
+# $F(\mu) = \int c\,x\,d\mu$ with $c = 0.3$, $\lambda = 0.1$: the minimiser is the truncated
+# exponential $\propto e^{-3x}$ on $[0, 1]$, mean $0.280938$. We run the three schemes from
+# every particle at $0.5$ and compare the final mean and the mass on the boundary.
+
+# %%
+functional = particles.linear_potential_functional(jnp.asarray([0.3]))
+exact_mean, exact_variance = particles.truncated_exponential_moments(jnp.asarray([3.0]))
+eta, horizon = 3e-3, (2.0 if SMOKE else 20.0)
+steps = int(horizon / eta)
+
+
+def simulate(algorithm, positions, key, steps):
+    def body(state, key):
+        state, info = algorithm.step(key, state)
+        return state, (info.statistics, info.boundary_fraction)
+
+    run = jax.jit(lambda s, k: jax.lax.scan(body, s, jax.random.split(k, steps)))
+    return run(algorithm.init(positions), key)
+
+
+fig, ax = plt.subplots(figsize=(6, 3.5))
+for scheme in ("primal", "dual", "projected"):
+    algorithm = particles.mmfld(functional, box, eta, 0.1, scheme=scheme)
+    state, (means, on_boundary) = simulate(
+        algorithm, jnp.full((N, 1), 0.5), jax.random.key(0), steps
+    )
+    ax.plot(eta * np.arange(steps), means[:, 0], label=scheme)
+    print(
+        f"{scheme:10s} mean {float(state.positions.mean()):.4f} (exact "
+        f"{float(exact_mean[0]):.4f}), mass on the boundary {float(on_boundary[-1]):.1%}"
+    )
+ax.axhline(float(exact_mean[0]), color="k", ls=":", label="exact")
+ax.set_xlabel("time")
+ax.set_ylabel("particle mean")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# The primal scheme lands within Monte-Carlo error (SE ≈ 0.0017 at N = 20000) and never
+# touches the boundary; projected Langevin puts a few per cent of the mass exactly on $\{0, 1\}$
+# and is biased low; the dual Euler–Maruyama scheme (the paper's) is biased high because its
+# noise $G^{1/2}\propto 1/\sqrt{x(1-x)}$ explodes near the boundary.
+#
+# ## 3. A constrained mean-field two-layer network
+#
+# Each particle is a neuron $\theta = (a, w) \in [-2, 2]\times[-1, 1]^p$,
+# $h(\theta, x) = a\tanh(w^\top x)$, and the network is the particles' average. We fit a
+# teacher of three tanh neurons. MMFLD keeps every neuron inside the box; projected MFLD clips
+# them onto it; plain MFLD lets them go anywhere.
+
+# %%
+p, n_data = 5, (100 if SMOKE else 500)
+data_key, teacher_key, init_key = jax.random.split(jax.random.key(1), 3)
+inputs = jax.random.normal(data_key, (n_data, p))
+teacher = jax.random.uniform(teacher_key, (3, p), minval=-0.8, maxval=0.8)
+targets = jnp.tanh(inputs @ teacher.T) @ jnp.asarray([1.5, -1.0, 1.2]) / 3.0
+network = particles.two_layer_network_functional(inputs, targets)
+lower = jnp.asarray([-2.0] + [-1.0] * p)
+neuron_box = particles.box_mirror_map(lower, -lower)
+neurons = 256
+start = jax.random.uniform(init_key, (neurons, p + 1), minval=-0.5, maxval=0.5)
+start = start * (-2 * lower)[None, :]  # the middle half of the box
+network_steps = 200 if SMOKE else 4000
+runs = {
+    "MMFLD": particles.mmfld(network, neuron_box, 0.05, 1e-3, entropy_queries=neurons),
+    "projected MFLD": particles.mmfld(
+        network, neuron_box, 0.05, 1e-3, scheme="projected", entropy_queries=neurons
+    ),
+    "MFLD": particles.mfld(network, 0.05, 1e-3, entropy_queries=neurons),
+}
+fig, ax = plt.subplots(figsize=(6, 3.5))
+for name, algorithm in runs.items():
+
+    def body(state, key, algorithm=algorithm):
+        state, info = algorithm.step(key, state)
+        return state, (info.energy, info.objective, info.boundary_fraction)
+
+    state, (loss, objective, on_boundary) = jax.jit(
+        lambda s, k, body=body: jax.lax.scan(body, s, jax.random.split(k, network_steps))
+    )(algorithm.init(start), jax.random.key(2))
+    inside = (state.positions >= lower[None, :]) & (state.positions <= -lower[None, :])
+    outside = 1.0 - jnp.mean(jnp.all(inside, axis=1))
+    ax.semilogy(0.05 * np.arange(network_steps), loss, label=name)
+    print(
+        f"{name:15s} loss {float(loss[0]):.4f} -> {float(loss[-1]):.2e}, objective "
+        f"F + λEnt -> {float(objective[-1]):.4f}, on the boundary {float(on_boundary[-1]):.1%}, "
+        f"outside the box {float(outside):.1%}"
+    )
+ax.set_xlabel("time")
+ax.set_ylabel("training loss F")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# ## 4. The same step on a mesh of devices
+#
+# The functional enters only through particle averages (here the network outputs), so the
+# step shards over a `'particles'` mesh axis: each device moves its block and the averages
+# become a `pmean`. Each particle's noise comes from `fold_in(key, global index)`, so the
+# sharded run draws exactly the single-device noise.
+
+# %%
+from jaxlab.distributed import make_mesh  # noqa: E402
+
+mesh = make_mesh((jax.device_count(),), ("particles",))
+sharded = particles.shard_step(
+    particles.mmfld(network, neuron_box, 0.05, 1e-3, axis_name="particles").step, mesh
+)
+single = jax.jit(particles.mmfld(network, neuron_box, 0.05, 1e-3).step)
+state_mesh = state_one = particles.MFLDState(start)
+for i in range(5):
+    key = jax.random.fold_in(jax.random.key(3), i)
+    state_mesh, _ = sharded(key, state_mesh)
+    state_one, _ = single(key, state_one)
+print(
+    "max |sharded - single device| after 5 steps:",
+    float(jnp.max(jnp.abs(state_mesh.positions - state_one.positions))),
+)
+
+# %% [markdown]
+# The `mmfld` experiment (`jaxlab run mmfld`) runs these comparisons at full size, adds the
+# interacting box and simplex checks, and measures propagation of chaos: how the stationary
+# mean's bias shrinks with the number of particles.

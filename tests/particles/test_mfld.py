@@ -1,0 +1,244 @@
+"""MFLD / MMFLD particle systems: stationary laws against closed forms, feasibility, sharding."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.integrate
+
+from jaxlab import particles
+from jaxlab.distributed import launch, make_mesh
+from tests.particles import _workers
+
+LINEAR_C, LAMBDA = 0.3, 0.1  # the note's 1-D check: mean 0.280938, variance 0.055970
+
+
+def _run(algorithm, positions, key, steps):
+    """``steps`` steps in one scan; returns the final state and the stacked infos."""
+
+    @jax.jit
+    def run(state, key):
+        return jax.lax.scan(lambda s, k: algorithm.step(k, s), state, jax.random.split(key, steps))
+
+    return run(algorithm.init(positions), key)
+
+
+def test_primal_mean_matches_the_truncated_exponential_within_monte_carlo_error(x64):
+    # Check 2 of the note at N = 10^4, eta = 3e-3, T = 25, from every particle at 0.5 (the mean
+    # relaxes at the Jacobi rate ~2λ, so T = 25 leaves ~1e-3 of the initial gap).
+    n, eta, horizon = 10_000, 3e-3, 25
+    algorithm = particles.mmfld(
+        particles.linear_potential_functional(jnp.asarray([LINEAR_C])),
+        particles.box_mirror_map(0.0, 1.0),
+        eta,
+        LAMBDA,
+    )
+    steps = int(horizon / eta)
+    state, info = _run(algorithm, jnp.full((n, 1), 0.5), jax.random.key(0), steps)
+    exact_mean, exact_variance = (
+        float(v[0]) for v in particles.truncated_exponential_moments(jnp.asarray([3.0]))
+    )
+    assert exact_mean == pytest.approx(0.280938, abs=1e-6)  # the note's value, re-derived
+    se = math.sqrt(exact_variance / n)
+    assert abs(float(state.positions.mean()) - exact_mean) <= 4 * se + 0.003
+    assert float(state.positions.var()) == pytest.approx(exact_variance, rel=0.1)
+    # Strictly inside at every step; the clip is rare.
+    assert float(info.boundary_distance.min()) > 0
+    assert float(info.boundary_fraction.max()) == 0.0
+    assert int(info.clip_count.sum()) < 1e-3 * n * steps
+    # The energy in Info is F(μ̂) = c · mean of the positions the step started from.
+    np.testing.assert_allclose(info.energy[0], LINEAR_C * 0.5, rtol=1e-12)
+
+
+def test_mmfld_stays_inside_while_mfld_and_projected_do_not():
+    n, eta, steps = 2000, 1e-2, 300
+    functional = particles.linear_potential_functional(jnp.asarray([LINEAR_C]))
+    box = particles.box_mirror_map(0.0, 1.0)
+    start = jnp.full((n, 1), 0.5)
+    key = jax.random.key(1)
+    for scheme in ("primal", "dual"):
+        _, info = _run(
+            particles.mmfld(functional, box, eta, LAMBDA, scheme=scheme), start, key, steps
+        )
+        assert float(info.boundary_distance.min()) > 0, scheme
+        assert float(info.boundary_fraction.max()) == 0.0, scheme
+    state, _ = _run(particles.mfld(functional, eta, LAMBDA), start, key, steps)
+    outside = np.mean((state.positions < 0) | (state.positions > 1))
+    assert outside > 0.3  # unconstrained, the linear potential pushes mass below 0
+    _, info = _run(
+        particles.mmfld(functional, box, eta, LAMBDA, scheme="projected"), start, key, steps
+    )
+    assert float(info.boundary_fraction[-1]) > 0.01  # mass exactly on {0, 1}
+    assert float(info.boundary_distance.min()) == 0.0
+
+
+def test_interacting_box_mean_matches_the_closed_form_fixed_point(x64):
+    # Check 3 of the note (d = 5), at N = 5000, eta = 2e-3, T = 10.
+    c = jnp.asarray([0.3, -0.2, 0.5, 0.0, 0.1])
+    m = jnp.asarray([0.5, 0.5, 0.2, 0.8, 0.5])
+    n, eta = 5000, 2e-3
+    algorithm = particles.mmfld(
+        particles.interacting_box_functional(c, 1.0, m),
+        particles.box_mirror_map(0.0, 1.0),
+        eta,
+        0.1,
+    )
+    start = jax.random.uniform(jax.random.key(2), (n, 5), minval=0.05, maxval=0.95)
+    state, info = _run(algorithm, start, jax.random.key(3), int(10 / eta))
+    fixed = particles.interacting_box_fixed_point(c, 1.0, m, 0.1)
+    _, variance = particles.truncated_exponential_moments(fixed.rates)
+    se = np.sqrt(np.asarray(variance) / n)
+    error = np.abs(np.asarray(state.positions.mean(axis=0)) - np.asarray(fixed.mean))
+    assert np.all(error <= 4 * se + 0.003), (error, se)
+    assert float(info.boundary_distance.min()) > 0
+
+
+def _simplex_reference_mean(c, lam):
+    """Mean of ∝ exp(-⟨c, x⟩/λ) on Δ_2 by 2-D quadrature over (x_1, x_2)."""
+
+    def moment(k):
+        def integrand(x2, x1):
+            x = np.array([1 - x1 - x2, x1, x2])
+            return (1.0 if k is None else x[k]) * np.exp(-np.dot(c, x) / lam)
+
+        return scipy.integrate.dblquad(integrand, 0, 1, 0, lambda x1: 1 - x1, epsabs=1e-12)[0]
+
+    z = moment(None)
+    return np.array([moment(k) / z for k in range(3)])
+
+
+def test_simplex_mean_matches_quadrature(x64):
+    # Check 4 of the note: c = (0, 1, -0.5), λ = 0.5 on Δ_2; by quadrature the mean is
+    # (0.337842, 0.217856, 0.444302).
+    c = np.array([0.0, 1.0, -0.5])
+    reference = _simplex_reference_mean(c, 0.5)
+    np.testing.assert_allclose(reference, [0.337842, 0.217856, 0.444302], atol=1e-6)
+    n, eta = 5000, 2e-3
+    algorithm = particles.mmfld(
+        particles.linear_potential_functional(jnp.asarray(c)),
+        particles.simplex_mirror_map(),
+        eta,
+        0.5,
+    )
+    state, info = _run(algorithm, jnp.full((n, 3), 1 / 3), jax.random.key(4), int(10 / eta))
+    x = np.asarray(state.positions)
+    np.testing.assert_allclose(x.sum(axis=1), 1.0, atol=1e-12)
+    assert float(info.boundary_distance.min()) > 0
+    se = x.std(axis=0) / np.sqrt(n)
+    assert np.all(np.abs(x.mean(axis=0) - reference) <= 4 * se + 0.003)
+
+
+def test_objective_and_entropy_estimates_in_info(x64):
+    # Uniform particles on [0, 1]^2 with F = 0: Ent(uniform) = 0, so the objective estimate ≈ 0.
+    functional = particles.linear_potential_functional(jnp.zeros(2))
+    algorithm = particles.mmfld(
+        functional, particles.box_mirror_map(0.0, 1.0), 1e-4, 0.5, entropy_queries=2000
+    )
+    start = jax.random.uniform(jax.random.key(5), (4000, 2), jnp.float64, 1e-3, 1 - 1e-3)
+    _, info = algorithm.step(jax.random.key(6), algorithm.init(start))
+    assert abs(float(info.entropy)) < 0.05
+    assert float(info.objective) == pytest.approx(0.5 * float(info.entropy), abs=1e-12)
+    # The estimator on a Gaussian: Ent = -(k/2) log(2πe σ²).
+    sigma = 0.3
+    samples = sigma * jax.random.normal(jax.random.key(7), (4000, 2), jnp.float64)
+    expected = -math.log(2 * math.pi * math.e * sigma**2)
+    assert float(particles.nearest_neighbour_entropy(samples)) == pytest.approx(expected, abs=0.06)
+
+
+@pytest.mark.parametrize("scheme", ["primal", "dual", "projected"])
+def test_vmap_equals_shard_map_on_eight_devices(scheme):
+    mesh = make_mesh((8,), ("particles",))
+    functional, mirror_map, positions = _workers.problem()
+    kwargs = dict(scheme=scheme, entropy_queries=8)
+    single = jax.jit(particles.mmfld(functional, mirror_map, 1e-2, 0.1, **kwargs).step)
+    sharded = particles.shard_step(
+        particles.mmfld(functional, mirror_map, 1e-2, 0.1, axis_name="particles", **kwargs).step,
+        mesh,
+    )
+    state_1 = state_8 = particles.MFLDState(jnp.asarray(positions))
+    for i in range(5):
+        key = jax.random.fold_in(jax.random.key(0), i)
+        state_1, info_1 = single(key, state_1)
+        state_8, info_8 = sharded(key, state_8)
+        np.testing.assert_allclose(state_8.positions, state_1.positions, rtol=1e-6, atol=1e-7)
+        for name in ("statistics", "energy", "entropy", "boundary_distance", "boundary_fraction"):
+            np.testing.assert_allclose(
+                getattr(info_8, name), getattr(info_1, name), rtol=1e-5, atol=1e-7, err_msg=name
+            )
+        assert int(info_8.clip_count) == int(info_1.clip_count)
+    assert state_8.positions.sharding.spec[0] == "particles"  # rows stay split over the mesh
+
+
+def test_two_processes_match_one_device():
+    results = launch(_workers.sharded_mmfld_steps, 2, timeout=90.0)
+    functional, mirror_map, positions = _workers.problem()
+    step = jax.jit(particles.mmfld(functional, mirror_map, 1e-2, 0.1).step)
+    state, means = particles.MFLDState(jnp.asarray(positions)), []
+    for i in range(_workers.STEPS):
+        state, info = step(jax.random.fold_in(jax.random.key(0), i), state)
+        means.append(np.asarray(info.statistics))
+    got = np.concatenate([r[0] for r in results])
+    np.testing.assert_allclose(got, state.positions, rtol=1e-6, atol=1e-7)
+    for r in results:
+        np.testing.assert_allclose(r[1], np.stack(means), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda f, b: b.init(jnp.asarray([[0.5], [1.0]])), ValueError, "positions must lie"),
+        (lambda f, b: b.init(jnp.asarray([[0.5], [-0.1]])), ValueError, "particle 1"),
+        (lambda f, b: b.init(jnp.asarray([0.5, 0.2])), ValueError, "positions must have shape"),
+        (lambda f, b: b.init(jnp.asarray([[1], [0]])), TypeError, "positions must be a floating"),
+        (
+            lambda f, b: particles.mmfld(f, particles.box_mirror_map(0.0, 1.0), 0.0, 0.1),
+            ValueError,
+            "step_size must be finite and > 0, got 0.0",
+        ),
+        (
+            lambda f, b: particles.mmfld(f, particles.box_mirror_map(0.0, 1.0), -1e-3, 0.1),
+            ValueError,
+            "step_size must be finite and > 0",
+        ),
+        (
+            lambda f, b: particles.mmfld(f, particles.box_mirror_map(0.0, 1.0), 1e-3, -0.1),
+            ValueError,
+            "entropy_weight must be finite and > 0",
+        ),
+        (lambda f, b: particles.mfld(f, 1e-3, float("nan")), ValueError, "entropy_weight"),
+        (
+            lambda f, b: particles.mmfld(
+                f, particles.box_mirror_map(0.0, 1.0), 1e-3, 0.1, scheme="x"
+            ),
+            ValueError,
+            "scheme must be one of",
+        ),
+        (
+            lambda f, b: particles.mmfld(f, particles.simplex_mirror_map(), 1e-3, 0.1).init(
+                jnp.asarray([[0.5, 0.3, 0.3]])
+            ),
+            ValueError,
+            "positions must lie strictly inside",
+        ),
+        (lambda f, b: particles.mmfld(f, "box", 1e-3, 0.1), TypeError, "mirror_map must be"),
+    ],
+)
+def test_bad_input_raises_naming_the_argument(call, error, match):
+    functional = particles.linear_potential_functional(jnp.asarray([0.3]))
+    algorithm = particles.mmfld(functional, particles.box_mirror_map(0.0, 1.0), 1e-3, 0.1)
+    with pytest.raises(error, match=match):
+        call(functional, algorithm)
+
+
+def test_kernel_checks_concrete_hyperparameters():
+    kernel = particles.build_kernel(particles.box_mirror_map(0.0, 1.0))
+    functional = particles.linear_potential_functional(jnp.asarray([0.3]))
+    state = particles.MFLDState(jnp.full((4, 1), 0.5))
+    with pytest.raises(ValueError, match="step_size must be finite and > 0"):
+        kernel(jax.random.key(0), state, functional, 0.0, 0.1)
+    with pytest.raises(ValueError, match="entropy_weight must be finite and > 0"):
+        kernel(jax.random.key(0), state, functional, 1e-3, 0.0)
