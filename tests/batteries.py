@@ -716,6 +716,74 @@ TRANSFORM_CASES += [
 ]
 
 
+# One-step gradient delay, issue 4 (jaxlab/optim/_delay.py): ``delayed`` around SGD-momentum,
+# plain and with each correction. Delayed heavy ball is stable iff ηa < 1 - β (the note's check
+# 2), so lr 0.2 with β = 0.5 keeps ηa <= 0.4 on curvatures in [0.5, 2]. delay_steps is a shape
+# (the FIFO length), so it is static.
+def _delayed_sgd(
+    learning_rate, momentum, extrapolation=1.0, buffer_decay=0.0, *, delay_steps, correction
+):
+    return _optim.delayed(
+        optax.sgd(learning_rate, momentum=momentum),
+        delay_steps=delay_steps,
+        correction=correction,
+        extrapolation=extrapolation,
+        buffer_decay=buffer_decay,
+    )
+
+
+TRANSFORM_CASES += [
+    TransformCase(
+        name=f"delayed_sgd_{correction}",
+        factory=_delayed_sgd,
+        hyperparams={"learning_rate": 0.2, "momentum": 0.5, **extra},
+        static={"delay_steps": 1, "correction": correction},
+    )
+    for correction, extra in (
+        ("none", {}),
+        ("update_extrapolation", {"extrapolation": 0.5}),
+        ("gradient_extrapolation", {"extrapolation": 0.5}),
+        ("error_buffer", {"extrapolation": 0.5, "buffer_decay": 0.5}),
+    )
+]
+
+
+# DeVA, issue 4 (jaxlab/optim/_deva.py): the vector form and the whole-network alias (matrix form
+# on the (4, 3) leaf, AdamW fallback on the vector leaf; and the DeVA-l-inf fallback). The ints that
+# fix shapes and loops and the flags are static (inject_hyperparams would otherwise inject them).
+_DEVA_STATIC = {
+    "precondition_frequency": 10,
+    "max_precond_dim": 10000,
+    "ns_steps": 5,
+    "nesterov": True,
+    "bias_correction": True,
+    "first_step_rescale": True,
+}
+TRANSFORM_CASES += [
+    TransformCase(
+        name="deva_vector",
+        factory=_optim.deva_vector,
+        hyperparams={"learning_rate": 0.02, "b1": 0.9, "b2": 0.999, "eps": 1e-5},
+        static={"nesterov": False, "bias_correction": False},
+    ),
+    TransformCase(
+        name="deva_adamw_fallback",
+        factory=_optim.deva,
+        hyperparams={"learning_rate": 0.05, "b1": 0.95, "b2": 0.95, "weight_decay": 0.0},
+        static={**_DEVA_STATIC, "fallback": "adamw"},
+        # The fallback is optax.adamw, whose bias correction promotes (float ** int32); the
+        # jaxlab part of deva runs under strict promotion in deva_vector_fallback below.
+        jaxlab=False,
+    ),
+    TransformCase(
+        name="deva_vector_fallback",
+        factory=_optim.deva,
+        hyperparams={"learning_rate": 0.05, "b1": 0.9, "b2": 0.99, "weight_decay": 0.0},
+        static={**_DEVA_STATIC, "fallback": "deva_vector", "precondition_frequency": 2},
+    ),
+]
+
+
 # ============================================================================================
 # The SOLVER battery: every jaxlab solver (jaxlab/_src/solver.py's IterativeSolver) passes it.
 #
@@ -1243,4 +1311,70 @@ SOLVER_CASES += [
         "not of the latent-ball problem that optimality_fun (the gradient mapping) measures; "
         "the objective-change stop and the repair's branches make the solution non-smooth in θ",
     ),
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Push-Pull and FAB (jaxlab.solvers.PushPull / FAB, issue 6): 4 agents stacked on the leading
+# axis, an unbalanced time-varying digraph (ring + random extra edges, redrawn every round).
+# PushPull minimises (1/n) Σ a_i ||x - b_i||² / 2 (x* = Σ a_i b_i / Σ a_i, differentiable in b);
+# FAB solves the note's check-3 bilevel toy f_i = (y - c_i)²/2 + x²/2, g_i = (y - x - e_i)²/2,
+# whose penalty solution x_λ = λ(c̄ - ē)/(1 + 2λ) is differentiable in c.
+
+_PP_AGENTS = 4
+
+
+def _push_pull_case() -> SolverProblem:
+    from jaxlab.distributed import time_varying_digraph
+    from jaxlab.solvers import PushPull
+
+    solver = PushPull(
+        grad_fn=lambda x, a_i, b_i: a_i * (x - b_i),
+        graph_fn=lambda key, k: time_varying_digraph(key, _PP_AGENTS),
+        stepsize=0.2,
+        maxiter=400,
+        tol=1e-12,
+    )
+    return SolverProblem(
+        solver=solver,
+        init_params=jnp.zeros((_PP_AGENTS, 2)),
+        args=(
+            jnp.asarray([1.0, 2.0, 3.0, 1.5]),
+            jnp.asarray([[0.0, 1.0], [1.0, -1.0], [-1.0, 0.5], [2.0, 0.0]]),
+        ),
+        kwargs={"rng_key": jax.random.key(5)},
+    )
+
+
+def _fab_case() -> SolverProblem:
+    from jaxlab.distributed import time_varying_digraph
+    from jaxlab.solvers import FAB, FABParams
+
+    solver = FAB(
+        upper_grad_fn=lambda x, y, c_i, e_i: (x, y - c_i),
+        lower_grad_fn=lambda x, y, c_i, e_i: (x + e_i - y, y - x - e_i),
+        graph_fn=lambda key, k: time_varying_digraph(key, _PP_AGENTS),
+        penalty=10.0,
+        upper_stepsize=0.1,
+        lower_stepsize=0.3,
+        maxiter=600,
+        tol=1e-12,
+    )
+    zeros = jnp.zeros(_PP_AGENTS)
+    return SolverProblem(
+        solver=solver,
+        init_params=FABParams(zeros, zeros, zeros),
+        args=(jnp.asarray([0.0, 2.0, 1.5, 0.5]), jnp.asarray([0.3, -0.3, 0.1, -0.1])),
+        kwargs={"rng_key": jax.random.key(6)},
+    )
+
+
+SOLVER_CASES += [
+    SolverCase(
+        name="push_pull_time_varying_digraph",
+        make=_push_pull_case,
+        implicit_diff=True,
+        diff_argnum=1,
+    ),
+    SolverCase(name="fab_penalty_toy", make=_fab_case, implicit_diff=True, diff_argnum=0),
 ]

@@ -1,0 +1,68 @@
+"""The ``deva`` experiment runs end to end; its helpers and verdict follow from the numbers."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from jaxlab.experiments import deva as experiment
+from tests.experiments._common import run_and_check
+
+NAME = "deva"
+
+
+def test_smoke_profile_end_to_end(tmp_path):
+    stored = run_and_check(
+        NAME, tmp_path, profile="smoke", num_parts=2,
+        figures={"quadratic_toy.png", "language_model.png"},
+    )  # fmt: skip
+    metrics, parts = stored["metrics"], stored["verdict"]["parts"]
+    het = {m: v["median_final_f"] for m, v in metrics["toy"]["heterogeneous_frobenius"].items()}
+    hom = {m: v["median_final_f"] for m, v in metrics["toy"]["homogeneous_frobenius"].items()}
+    assert set(het) == set(experiment.TOY_METHODS)
+    ordered = het["deva_matrix"] < het["muon"] < min(het["adam"], het["soap"], het["deva_vector"])
+    ordered = ordered and min(het["adam"], het["soap"], het["deva_vector"]) < het["gd"]
+    expected = ordered and hom["soap"] <= min(hom.values())
+    assert (parts[0]["status"] == "pass") == expected
+    lm = metrics["language_model"]
+    savings = []
+    for run in lm["seeds"]:
+        deva_steps = run["deva"]["steps_to_muon_final"]
+        muon_steps = run["muon"]["steps_to_muon_final"]
+        assert muon_steps is not None  # Muon reaches its own final smoothed loss by the last step
+        if deva_steps is None:
+            assert run["saving_percent"] is None
+            savings.append(-np.inf)
+        else:
+            assert run["saving_percent"] == pytest.approx(100 * (1 - deva_steps / muon_steps))
+            savings.append(run["saving_percent"])
+    assert (parts[1]["status"] == "pass") == (np.median(savings) > 0)
+
+
+def test_toy_hessian_has_the_requested_block_spectra():
+    eig = [[1.0, 2.0, 3.0], [99.0, 100.0, 101.0], [4998.0, 4999.0, 5000.0]]
+    h = np.asarray(experiment.quadratic_toy_hessian(jax.random.key(3), eig), np.float64)
+    np.testing.assert_allclose(h, h.T, atol=1e-3)
+    for k in range(3):  # block-diagonal, each block with its own eigenvalues
+        block = h[3 * k : 3 * k + 3, 3 * k : 3 * k + 3]
+        np.testing.assert_allclose(np.linalg.eigvalsh(block), eig[k], rtol=1e-4)
+    off = h.copy()
+    for k in range(3):
+        off[3 * k : 3 * k + 3, 3 * k : 3 * k + 3] = 0.0
+    assert np.abs(off).max() == 0.0
+    with pytest.raises(ValueError, match="eigenvalues must be"):
+        experiment.quadratic_toy_hessian(jax.random.key(0), [1.0, 2.0])
+
+
+def test_trailing_mean_and_steps_to_reach_against_loops():
+    values = np.random.default_rng(0).normal(size=37)
+    smoothed = experiment.trailing_mean(values, 5)
+    loop = [values[max(0, t - 4) : t + 1].mean() for t in range(values.size)]
+    np.testing.assert_allclose(smoothed, loop, rtol=1e-12)
+    target = float(np.median(smoothed))
+    first = next(t + 1 for t, v in enumerate(smoothed) if v <= target)
+    assert experiment.steps_to_reach(smoothed, target) == first
+    assert experiment.steps_to_reach(smoothed, smoothed.min() - 1.0) is None
+    with pytest.raises(ValueError, match="window must be"):
+        experiment.trailing_mean(values, 0)

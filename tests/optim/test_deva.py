@@ -1,0 +1,363 @@
+"""DeVA (jaxlab/optim/_deva.py, _newton_schulz.py) against closed forms and a numpy re-derivation.
+
+The battery (jit, inject_hyperparams, MultiSteps, dtypes, shard_map, quadratic) runs on the
+``deva_*`` cases of tests/batteries.py.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+
+from jaxlab import nn as jnn
+from jaxlab import optim
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_blas_thread():
+    """eigh/QR run in OpenBLAS, whose spinning threads are 100x slower on a loaded CPU."""
+    from jaxlab.experiments.deva import _single_threaded_lapack
+
+    with _single_threaded_lapack():
+        yield
+
+
+# ---------------------------------------------------------------------------------------------
+# Independent numpy re-derivations (float64) of the note's update rules.
+
+_A, _B, _C = 3.4445, -4.7750, 2.0315
+
+
+def _np_msign(m, steps=5, rescale=True):
+    x = np.asarray(m, np.float64)
+    transposed = x.shape[0] > x.shape[1]
+    x = x.T if transposed else x
+    x = x / np.sqrt(np.sum(x * x) + 1e-20)
+    for i in range(steps):
+        a = x @ x.T
+        a2 = a @ a
+        if i == 0 and rescale:
+            s = np.linalg.norm(a2) ** 0.25
+            x, a, a2 = x / s, a / s**2, a2 / s**4
+        x = _A * x + (_B * a + _C * a2) @ x
+    return x.T if transposed else x
+
+
+def _np_deva_matrix(grads, b1, b2, eps, freq, rms=0.2, max_dim=10_000):
+    """The note's DeVA-S∞ (Nesterov, bias correction, SOAP bookkeeping) in float64 numpy."""
+    n, m = grads[0].shape
+    rot_l, rot_r = n <= max_dim, m <= max_dim
+    eye_l, eye_r = np.eye(n), np.eye(m)
+    mu, nu = np.zeros((n, m)), np.zeros((n, m))
+    out = []
+    for call, g in enumerate(grads):
+        if call == 0:
+            left, right = (1 - b2) * g @ g.T, (1 - b2) * g.T @ g
+            ql = np.linalg.eigh(left)[1][:, ::-1] if rot_l else eye_l
+            qr = np.linalg.eigh(right)[1][:, ::-1] if rot_r else eye_r
+            out.append(np.zeros_like(g))
+            continue
+        t = call
+        gt = ql.T @ g @ qr
+        mu = b1 * mu + (1 - b1) * gt
+        r, c = np.linalg.norm(mu, axis=1), np.linalg.norm(mu, axis=0)
+        nu = b2 * nu + (1 - b2) * np.outer(r, c)
+        o = _np_msign(gt + b1 * (mu - gt))
+        gamma = np.sqrt(np.outer(r, c)) / np.sqrt(nu + eps)
+        u = rms * np.sqrt(max(n, m)) * gamma * o * np.sqrt(1 - b2**t) / (1 - b1**t)
+        out.append(ql @ u @ qr.T)
+        mu_raw = ql @ mu @ qr.T
+        left, right = b2 * left + (1 - b2) * g @ g.T, b2 * right + (1 - b2) * g.T @ g
+        if t % freq == 0:
+            if rot_l:
+                order = np.argsort(-np.diag(ql.T @ left @ ql), kind="stable")
+                nu = nu[order, :]
+                ql = np.linalg.qr(left @ ql[:, order])[0]
+            if rot_r:
+                order = np.argsort(-np.diag(qr.T @ right @ qr), kind="stable")
+                nu = nu[:, order]
+                qr = np.linalg.qr(right @ qr[:, order])[0]
+        mu = ql.T @ mu_raw @ qr
+    return out
+
+
+def _run(tx, grads, params=None):
+    params = jnp.zeros_like(grads[0]) if params is None else params
+    state = tx.init(params)
+    out = []
+    for g in grads:
+        u, state = jax.jit(tx.update)(g, state, params)
+        out.append(np.asarray(u, np.float64))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Vector form.
+
+
+@pytest.mark.parametrize(
+    ("b2", "expected"),
+    [
+        (0.99, [9.5346, 8.7640, 7.8237, 7.0632, 6.4556]),
+        (0.999, [22.3607, 25.3694, 23.8155, 21.8539, 20.0998]),
+    ],
+)
+def test_vector_constant_gradient_matches_note_check_1(b2, expected):
+    steps = _run(optim.deva_vector(1.0, b1=0.9, b2=b2), [jnp.ones(3)] * 5)
+    np.testing.assert_allclose([-s[0] for s in steps], expected, atol=1e-3)
+
+
+def test_vector_step_is_lr_m_over_root_v_plus_eps():
+    grads = [jax.random.normal(jax.random.key(i), (6,)) for i in range(6)]
+    steps = _run(optim.deva_vector(0.3, b1=0.8, b2=0.95), grads)
+    m = v = np.zeros(6)
+    for g, step in zip(grads, steps, strict=True):
+        m = 0.8 * m + 0.2 * np.asarray(g, np.float64)
+        v = 0.95 * v + 0.05 * m * m  # the EMA of m², not of g²
+        np.testing.assert_allclose(step, -0.3 * m / np.sqrt(v + 1e-5), rtol=1e-4, atol=1e-6)
+
+
+def test_vector_nesterov_sign_uses_the_lookahead_direction():
+    # m = 0.1·g1 > 0 after step 1; g2 = -1 flips the Nesterov direction (0.1 - 0.9·0.1·... < 0)
+    # while m stays positive: the magnitude Γ still uses m.
+    tx = optim.scale_by_deva_vector(0.9, 0.99, nesterov=True)
+    state = tx.init(jnp.zeros(1))
+    _, state = tx.update(jnp.ones(1), state)
+    u, _ = tx.update(jnp.full(1, -0.5), state)
+    m = 0.9 * 0.1 - 0.1 * 0.5
+    v = 0.99 * 0.01 * 0.1**2 + 0.01 * m**2
+    lookahead = 0.1 * -0.5 + 0.9 * m
+    np.testing.assert_allclose(u, np.sign(lookahead) * abs(m) / np.sqrt(v + 1e-5), rtol=1e-5)
+
+
+def test_vector_without_momentum_is_rmsprop():
+    """β₁ = 0: m = g and v = EMA(g²), i.e. RMSProp with ε inside the root (optax.scale_by_rms)."""
+    grads = [jax.random.normal(jax.random.key(i), (5,)) for i in range(5)]
+    ours = _run(optim.scale_by_deva_vector(0.0, 0.9, 1e-5), grads)
+    rms = _run(
+        optax.scale_by_rms(decay=0.9, eps=1e-5, eps_in_sqrt=True, bias_correction=False), grads
+    )
+    np.testing.assert_allclose(ours, rms, rtol=1e-5)
+
+
+def test_vector_with_b2_zero_is_signum():
+    """β₂ = 0: v = m², so Γ = |m|/√(m² + ε) → 1 and the step is sign(EMA of g) (Signum)."""
+    grads = [jax.random.normal(jax.random.key(i), (5,)) for i in range(5)]
+    ours = _run(optim.scale_by_deva_vector(0.9, 0.0, 1e-12), grads)
+    signum = _run(optax.chain(optax.ema(0.9, debias=False), optax.scale_by_sign()), grads)
+    np.testing.assert_allclose(ours, signum, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# Newton–Schulz.
+
+
+@pytest.mark.parametrize("shape", [(64, 16), (16, 64), (256, 64)])
+def test_msign_singular_values_and_singular_vectors(shape):
+    m = np.asarray(jax.random.normal(jax.random.key(0), shape), np.float64)
+    o = np.asarray(optim.newton_schulz_msign(jnp.asarray(m, jnp.float32)), np.float64)
+    u, _, vt = np.linalg.svd(m, full_matrices=False)
+    core = u.T @ o @ vt.T  # diagonal iff msign kept the singular vectors of M
+    sv = np.diag(core)
+    assert np.all((sv > 0.68) & (sv < 1.21)), sv  # note check 3: [0.682, 1.134] measured
+    np.testing.assert_allclose(core - np.diag(sv), 0.0, atol=2e-3)
+    np.testing.assert_allclose(o, _np_msign(m), atol=2e-3)
+
+
+def test_msign_scalar_map_on_a_diagonal_matrix():
+    sigma = np.array([1.0, 0.3, 0.05, 1.5e-3 * 1.05])
+    for rescale in (True, False):
+        out = optim.newton_schulz_msign(jnp.diag(jnp.asarray(sigma, jnp.float32)),
+                                        first_step_rescale=rescale)  # fmt: skip
+        np.testing.assert_allclose(np.diag(out), np.diag(_np_msign(np.diag(sigma), 5, rescale)),
+                                   rtol=1e-4)  # fmt: skip
+    # Note check 3: without the rescale the scalar map sends σ/‖M‖_F ∈ [1.5e-3, 1] into
+    # [0.680, 1.202]; a 1x1 matrix has σ/‖M‖_F = 1 exactly.
+    grid = np.geomspace(1.5e-3, 1.0, 2000)
+    x = grid.copy()
+    for _ in range(5):
+        x = _A * x + _B * x**3 + _C * x**5
+    assert 0.679 < x.min() and x.max() < 1.203
+
+
+def test_msign_is_orthogonally_equivariant(x64):
+    key1, key2, key3 = jax.random.split(jax.random.key(3), 3)
+    m = jax.random.normal(key1, (6, 4), jnp.float64)
+    q1 = jnp.linalg.qr(jax.random.normal(key2, (6, 6), jnp.float64))[0]
+    q2 = jnp.linalg.qr(jax.random.normal(key3, (4, 4), jnp.float64))[0]
+    lhs = optim.newton_schulz_msign(q1.T @ m @ q2)
+    rhs = q1.T @ optim.newton_schulz_msign(m) @ q2
+    np.testing.assert_allclose(lhs, rhs, atol=1e-12)
+
+
+def test_msign_of_zero_is_zero():
+    assert float(jnp.abs(optim.newton_schulz_msign(jnp.zeros((3, 2)))).max()) == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Matrix form.
+
+
+@pytest.mark.parametrize(
+    ("betas", "expected"),
+    [
+        ((0.95, 0.95), [20.000, 12.811, 9.497, 7.587, 6.344]),
+        ((0.9, 0.99), [10.0, 6.577, 4.996, 4.086]),
+    ],
+)
+def test_matrix_constant_gradient_matches_note_check_2(betas, expected):
+    g = 2.0 * jax.random.normal(jax.random.key(1), (6, 4))
+    steps = _run(optim.scale_by_deva_matrix(*betas), [g] * (len(expected) + 1))
+    assert np.abs(steps[0]).max() == 0.0  # call 0 only builds the basis
+    direction = 0.2 * np.sqrt(6) * np.asarray(optim.newton_schulz_msign(g), np.float64)
+    for step, s_t in zip(steps[1:], expected, strict=True):
+        np.testing.assert_allclose(step, s_t * direction, rtol=2e-3, atol=2e-4)
+
+
+@pytest.mark.parametrize(("shape", "max_dim"), [((5, 4), 10_000), ((5, 4), 4), ((3, 6), 2)])
+def test_matrix_matches_numpy_reference_with_refreshes(shape, max_dim):
+    grads = [jax.random.normal(jax.random.key(10 + i), shape) for i in range(8)]
+    tx = optim.scale_by_deva_matrix(0.9, 0.95, 1e-8, precondition_frequency=2,
+                                    max_precond_dim=max_dim)  # fmt: skip
+    ours = _run(tx, grads)
+    reference = _np_deva_matrix([np.asarray(g, np.float64) for g in grads], 0.9, 0.95, 1e-8, 2,
+                                max_dim=max_dim)  # fmt: skip
+    for t, (a, b) in enumerate(zip(ours, reference, strict=True)):
+        np.testing.assert_allclose(a, b, rtol=5e-3, atol=5e-3 * np.abs(b).max() + 1e-7,
+                                   err_msg=f"call {t}")  # fmt: skip
+
+
+def test_matrix_state_permutes_nu_and_keeps_shapes():
+    tx = optim.scale_by_deva_matrix(precondition_frequency=1, max_precond_dim=4)
+    state = tx.init({"w": jnp.zeros((5, 4))})
+    assert state.left["w"].shape == (0, 0) and state.right["w"].shape == (4, 4)
+    g = {"w": jax.random.normal(jax.random.key(0), (5, 4))}
+    for _ in range(3):
+        _, state = tx.update(g, state)
+    q = np.asarray(state.basis_right["w"], np.float64)
+    np.testing.assert_allclose(q.T @ q, np.eye(4), atol=1e-5)  # the refreshed basis is orthonormal
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole-network alias.
+
+
+def _params():
+    keys = jax.random.split(jax.random.key(0), 4)
+    return {
+        "embedding": jax.random.normal(keys[0], (8, 4)),
+        "hidden": jax.random.normal(keys[1], (4, 4)),
+        "bias": jax.random.normal(keys[2], (4,)),
+        "head": jax.random.normal(keys[3], (4, 8)),
+    }
+
+
+def test_deva_routes_leaves_and_skips_decay_on_the_first_call():
+    params = _params()
+    grads = [jax.tree.map(lambda p, i=i: jnp.sin(p + i), params) for i in range(3)]
+    ours = []
+    tx = optim.deva(0.01, weight_decay=0.1)
+    state = tx.init(params)
+    for g in grads:
+        u, state = tx.update(g, state, params)
+        ours.append(u)
+    adam = optax.adamw(0.01, b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.0)
+    adam_state = adam.init(params)
+    matrix = optim.scale_by_deva_matrix()
+    m_state = matrix.init(params["hidden"])
+    for call, (g, u) in enumerate(zip(grads, ours, strict=True)):
+        a, adam_state = adam.update(g, adam_state, params)
+        for name in ("embedding", "bias", "head"):
+            np.testing.assert_allclose(u[name], a[name], rtol=1e-6, err_msg=name)
+        d, m_state = matrix.update(g["hidden"], m_state)
+        decay = 0.0 if call == 0 else 0.1
+        np.testing.assert_allclose(u["hidden"], -0.01 * (d + decay * params["hidden"]), rtol=1e-5,
+                                   atol=1e-7)  # fmt: skip
+    assert float(jnp.abs(ours[0]["hidden"]).max()) == 0.0
+
+
+def test_deva_vector_fallback_and_custom_filter():
+    params = _params()
+    labels = optim.deva_matrix_labels(params, lambda path, leaf: leaf.ndim == 2)
+    assert labels == {"embedding": "deva", "hidden": "deva", "bias": "fallback", "head": "deva"}
+    tx = optim.deva(0.01, fallback="deva_vector", fallback_b1=0.9, fallback_b2=0.99)
+    u, _ = tx.update(jax.tree.map(jnp.ones_like, params), tx.init(params), params)
+    np.testing.assert_allclose(u["bias"], -0.01 * 9.5346, rtol=1e-4)  # note check 1, t = 1
+
+
+def test_deva_under_nnx_optimizer_equals_direct_updates():
+    config = jnn.GPTConfig(256, 16, 1, 2, max_len=8, multiple_of=16, norm_placement="pre")
+    model = jnn.SimpleGPT(config, rngs=nnx.Rngs(0))
+    tokens = jax.random.randint(jax.random.key(1), (2, 8), 0, 256)
+    tx = optim.deva(1e-2)
+    # Direct path: a pure dict of arrays and tx.update.
+    params = nnx.to_pure_dict(nnx.state(model, nnx.Param))
+    graphdef, _, rest = nnx.split(model, nnx.Param, ...)
+
+    def loss(p):
+        return jnn.language_model_loss(nnx.merge(graphdef, p, rest), tokens, tokens)
+
+    @jax.jit
+    def direct_step(p, state):
+        updates, state = tx.update(jax.grad(loss)(p), state, p)
+        return optax.apply_updates(p, updates), state
+
+    direct, state = params, tx.init(params)
+    for _ in range(3):
+        direct, state = direct_step(direct, state)
+    # nnx path.
+    optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+
+    @nnx.jit
+    def nnx_step(model, optimizer):
+        grads = nnx.grad(lambda m: jnn.language_model_loss(m, tokens, tokens))(model)
+        optimizer.update(model, grads)
+
+    for _ in range(3):
+        nnx_step(model, optimizer)
+    via_nnx = nnx.to_pure_dict(nnx.state(model, nnx.Param))
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), via_nnx,
+                 direct)  # fmt: skip
+    moved = jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()), direct, params)
+    assert moved["blocks"][0]["attention"]["q"]["kernel"] > 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input.
+
+
+def test_matrix_form_rejects_a_vector_leaf_without_fallback():
+    params = {"w": jnp.zeros((3, 3)), "b": jnp.zeros(3)}
+    with pytest.raises(ValueError, match=r"\['b'\] has shape \(3,\)"):
+        optim.scale_by_deva_matrix().init(params)
+    with pytest.raises(ValueError, match="needs 2-D leaves"):
+        optim.deva(1e-3, fallback=None).init(params)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"b1": 1.0}, "b1"), ({"b2": -0.1}, "b2"), ({"eps": 0.0}, "eps"), ({"eps": -1.0}, "eps")],
+)
+def test_invalid_hyperparameters_name_the_argument(kwargs, name):
+    for factory in (optim.scale_by_deva_vector, optim.scale_by_deva_matrix):
+        with pytest.raises(ValueError, match=f"^{name} must"):
+            factory(**kwargs)
+    with pytest.raises(ValueError, match=f"^{name} must"):
+        optim.deva(1e-3, **kwargs)
+
+
+def test_invalid_options():
+    with pytest.raises(ValueError, match="fallback must be one of"):
+        optim.deva(1e-3, fallback="sgd")
+    with pytest.raises(ValueError, match="precondition_frequency must be"):
+        optim.scale_by_deva_matrix(precondition_frequency=0)
+    with pytest.raises(TypeError, match="nesterov must be a bool"):
+        optim.scale_by_deva_vector(nesterov="yes")
+    with pytest.raises(ValueError, match="weight_decay must be >= 0"):
+        optim.deva_vector(1e-3, weight_decay=-1.0)
+    with pytest.raises(ValueError, match="x must be a 2-D matrix"):
+        optim.newton_schulz_msign(jnp.zeros(3))
