@@ -25,7 +25,7 @@ import optax
 
 from benchmarks._timing import compiled_and_compile_time, interleaved_times, median_times
 from jaxlab import optim
-from jaxlab.experiments.deva import _single_threaded_lapack
+from jaxlab._src.threads import single_threaded_blas
 
 __all__ = ["run"]
 
@@ -121,10 +121,10 @@ def run(size: str = "default") -> dict:
     grads = treedef.unflatten(
         [jax.random.normal(k, s) for k, s in zip(keys[1::2], leaves, strict=True)]
     )
-    # One BLAS thread: see jaxlab.experiments.deva._single_threaded_lapack (OpenBLAS threads spin
+    # One BLAS thread: see jaxlab._src.threads.single_threaded_blas (OpenBLAS threads spin
     # on a loaded CPU and make the LAPACK QR of DeVA's refresh 100x slower; XLA's matmuls and
     # hence Muon and Adam are unaffected).
-    with _single_threaded_lapack():
+    with single_threaded_blas():
         times, runners = _time_all(params, grads, steps, repeats, warmup)
     rows = []
     for peer in ("muon", "adam"):

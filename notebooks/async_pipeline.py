@@ -198,21 +198,16 @@ for kind, p, m, k in (
 #
 # The registered experiment `async-delay` trains `jaxlab.nn.SimpleGPT` on a synthetic order-2
 # Markov language with AdamW (β₁ = 0.9 and 0.95), Muon (+AdamW for embeddings and head) and
-# (full profile) DeVA, synchronous and delayed, with and without the correction, over a
-# learning-rate sweep.
+# DeVA, synchronous and delayed, with and without the correction, over a learning-rate sweep.
 # The verdict has two halves: AdamW's relative delay gap is more than twice Muon's, and the
-# correction recovers at least half of the gap for both. At smoke size only AdamW and Muon run
-# for a few steps (the numbers are then meaningless; run the quick profile for the claim).
+# correction recovers at least half of the gap for both. At smoke size AdamW, Muon and DeVA run
+# for 20 steps (the numbers are then meaningless; run the quick profile for the claim).
 
 # %%
-import dataclasses  # noqa: E402
-
 from jaxlab.experiments import get  # noqa: E402
 
 experiment = get("async-delay")
 config = experiment.make_config(PROFILE)
-if SMOKE:
-    config = dataclasses.replace(config, steps=6, batch_size=4, seq_len=8)
 result = experiment.run(config, jax.random.key(0))
 for name, s in result.metrics["summary"].items():
     print(
@@ -234,3 +229,9 @@ plt.close("all")
 # per-coordinate normalization amplifies the stale gradient's noise. The extrapolation
 # correction is cheap (one extra buffer) and optimizer-agnostic, since it only touches the
 # inner optimizer's output.
+#
+# What the quick profile measured (600 steps, lr ∈ {3e-3, 1e-2, 3e-2}, 2 seeds): relative gaps
+# AdamW 0.147, AdamW(β₁=0.95) 0.180, Muon 0.107, DeVA 0.151, so AdamW's gap is 1.4x Muon's, not
+# the > 2x the paper reports; the correction recovered 41% of AdamW's gap, 69% of Muon's and
+# 95% of DeVA's. At this size the model is still undertrained (AdamW's best synchronous lr is the
+# top of the grid), which is not the large-scale regime the paper argues from.

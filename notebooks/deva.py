@@ -117,8 +117,9 @@ print(optim.deva_matrix_labels(params))
 import jax.random as jr  # noqa: E402
 
 from jaxlab._src.experiments import NullProgress  # noqa: E402
+from jaxlab._src.threads import single_threaded_blas  # noqa: E402  one OpenBLAS thread for eigh/QR
 
-with experiment._single_threaded_lapack():
+with single_threaded_blas():
     toy = experiment._toy(CONFIG, jr.key(0), NullProgress())
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -147,7 +148,7 @@ for hessian in ("heterogeneous", "homogeneous"):
 # The question: how many steps does DeVA need to reach Muon's final (smoothed) training loss?
 
 # %%
-with experiment._single_threaded_lapack():
+with single_threaded_blas():
     lm = experiment._language_model(CONFIG, jr.key(1), NullProgress())
 run = lm["seeds"][0]
 

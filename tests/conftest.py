@@ -4,13 +4,23 @@ Eight simulated CPU devices are configured before any JAX operation, so mesh and
 run on one machine. Rank promotion raises everywhere (silent broadcasting is a bug); strict dtype
 promotion is applied only around jaxlab's own code (see ``tests/batteries.py``), because optax's
 adam and muon promote dtypes internally. float64 is never switched on globally: use the ``x64``
-fixture or ``jax.enable_x64(True)`` as a context manager.
+fixture or ``jax.enable_x64(True)`` as a context manager. Compiled executables are cached on disk
+under ``.pytest_cache/jax-compilation`` (delete it to measure cold compile times).
 """
 
 import os
+import pathlib
 
 os.environ.setdefault("JAXLAB_NOTEBOOK_PROFILE", "smoke")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# A persistent compilation cache shared by the xdist workers and the notebook kernels (which
+# inherit the environment): a notebook that reruns an experiment's smoke profile reuses the
+# executables its experiment test compiled. Keys cover the program, options and jax version.
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR",
+    str(pathlib.Path(__file__).resolve().parent.parent / ".pytest_cache" / "jax-compilation"),
+)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 
 import jax  # noqa: E402
 

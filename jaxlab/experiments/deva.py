@@ -27,7 +27,6 @@ blockwise-smoothness diagnostic is not computed.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import time
@@ -42,6 +41,7 @@ from flax import nnx
 from jaxlab import nn as jnn
 from jaxlab import optim
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
+from jaxlab._src.threads import single_threaded_blas
 from jaxlab.optim._deva import _scale_by_soap
 
 __all__ = ["DevaConfig", "quadratic_toy_hessian", "run"]
@@ -434,20 +434,6 @@ def _lm_verdict(lm: dict[str, Any], steps: int) -> tuple[bool, str]:
     return bool(saving > 0.0), measured
 
 
-def _single_threaded_lapack():
-    """Limits OpenBLAS (LAPACK behind ``eigh``/``qr`` on CPU) to one thread.
-
-    DeVA's basis refresh calls LAPACK on small matrices; on a loaded CPU, OpenBLAS's worker
-    threads spin and a 192x192 QR was measured at 0.3-1 s instead of 1 ms. XLA's own matmuls are
-    unaffected, so the comparison with Muon and AdamW stays fair.
-    """
-    try:
-        import threadpoolctl
-    except ImportError:  # pragma: no cover - scikit-learn (a dependency) ships it
-        return contextlib.nullcontext()
-    return threadpoolctl.threadpool_limits(limits=1, user_api="blas")
-
-
 def _figures(config: DevaConfig, toy: dict[str, Any], lm: dict[str, Any]):
     import matplotlib
 
@@ -481,7 +467,7 @@ def _figures(config: DevaConfig, toy: dict[str, Any], lm: dict[str, Any]):
 def run(config: DevaConfig, rng_key: jax.Array, progress: Progress) -> Result:
     """Runs the toy and the language-model comparison and computes the note's verdict."""
     toy_key, lm_key = jax.random.split(rng_key)
-    with _single_threaded_lapack():
+    with single_threaded_blas():
         toy = _toy(config, toy_key, progress)
         lm = _language_model(config, lm_key, progress)
     toy_pass, toy_measured = _toy_verdict(toy)

@@ -47,8 +47,11 @@ def test_smoke_profile_end_to_end(tmp_path):
     )
     metrics, parts = stored["metrics"], stored["verdict"]["parts"]
     summary = metrics["summary"]
+    # DeVA is in the grid (its lanes run through lax.map) and reported beside the verdict.
+    assert set(summary) == {"adamw", "muon", "deva"}
+    assert "DeVA relgap" in parts[0]["measured"] and "DeVA" in parts[1]["measured"]
     # The verdict is computed from the stored per-seed losses.
-    for name in ("adamw", "muon"):
+    for name in ("adamw", "muon", "deva"):
         per_seed = {
             k: np.mean(np.asarray(v), axis=-1)
             for k, v in metrics["final_loss_per_seed"][name].items()

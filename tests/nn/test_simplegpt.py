@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import jax
@@ -368,9 +367,6 @@ def test_optimizer_is_clipped_adamw_on_all_parameters():
 # Mixture of experts in the FFN sublayer.
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("jaxlab.nn._moe") is None, reason="jaxlab/nn/_moe.py not present"
-)
 @pytest.mark.parametrize("placement", ["simple", "pre"])
 def test_moe_ffn_adds_weighted_aux_loss(placement):
     config = GPTConfig(**{**TINY, "num_experts": 4, "experts_top_k": 2, "moe_aux_weight": 0.5},

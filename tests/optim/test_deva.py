@@ -20,9 +20,9 @@ from jaxlab import optim
 @pytest.fixture(autouse=True, scope="module")
 def _one_blas_thread():
     """eigh/QR run in OpenBLAS, whose spinning threads are 100x slower on a loaded CPU."""
-    from jaxlab.experiments.deva import _single_threaded_lapack
+    from jaxlab._src.threads import single_threaded_blas
 
-    with _single_threaded_lapack():
+    with single_threaded_blas():
         yield
 
 

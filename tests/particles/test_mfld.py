@@ -242,3 +242,29 @@ def test_kernel_checks_concrete_hyperparameters():
         kernel(jax.random.key(0), state, functional, 0.0, 0.1)
     with pytest.raises(ValueError, match="entropy_weight must be finite and > 0"):
         kernel(jax.random.key(0), state, functional, 1e-3, 0.0)
+
+
+def test_particle_noise_hash_is_threefry_and_noise_is_standard_normal():
+    """The unrolled counter hash equals JAX's Threefry-2x32; the noise it feeds is N(0, 1)."""
+    import scipy.stats
+    from jax.extend.random import threefry_2x32
+
+    from jaxlab.particles._mfld import _particle_noise, _threefry2x32
+
+    words = jnp.asarray([0x12345678, 0x9ABCDEF0], jnp.uint32)
+    counters = jax.random.bits(jax.random.key(3), (2, 64), jnp.uint32)
+    first, second = jax.jit(_threefry2x32)((words[0], words[1]), (counters[0], counters[1]))
+    reference = threefry_2x32(words, counters.reshape(-1))  # halves are the two counter words
+    np.testing.assert_array_equal(np.concatenate([first, second]), np.asarray(reference))
+
+    key = jax.random.key(11)
+    noise = np.asarray(_particle_noise(key, 4000, 5, jnp.float32, None))
+    assert noise.shape == (4000, 5) and np.all(np.isfinite(noise))
+    ks = scipy.stats.kstest(noise.reshape(-1), "norm")
+    assert ks.pvalue > 1e-3, f"KS test against N(0,1): statistic {ks.statistic}, p {ks.pvalue}"
+    # Columns are independent streams: their correlation sits within a few 1/sqrt(N).
+    correlation = np.corrcoef(noise.T) - np.eye(5)
+    assert np.max(np.abs(correlation)) < 5 / np.sqrt(4000)
+    # A particle's noise depends on (key, particle index) only: a longer run extends it.
+    longer = np.asarray(_particle_noise(key, 4100, 5, jnp.float32, None))
+    np.testing.assert_array_equal(longer[:4000], noise)
