@@ -29,14 +29,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks._timing import compiled_and_compile_time, interleaved_times, median_times
-from jaxlab.experiments.hom_pgd import (
+from jaxlab.solvers import (
     exact_projection_pgd,
-    star_constraint,
+    project_ball,
+    star_hom_pgd,
     star_homeomorphism,
     star_objective,
     star_projection,
 )
-from jaxlab.solvers import HomPGD, project_ball
 
 __all__ = ["run"]
 
@@ -51,17 +51,7 @@ _STEPSIZE = 0.005
 
 
 def _solvers(maxiter: int, tol: float):
-    hom = HomPGD(
-        star_objective,
-        star_homeomorphism,
-        star_constraint,
-        stepsize=_STEPSIZE,
-        stopping="objective_change",
-        maxiter=maxiter,
-        tol=tol,
-        implicit_diff=False,
-        jit=False,
-    )
+    hom = star_hom_pgd(maxiter, stepsize=_STEPSIZE, tol=tol)  # the code's star-toy settings
     projection = lambda y: star_projection(y, _ANGLES)  # noqa: E731
 
     def peer(x0):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from jaxlab._src import experiments as registry
-from jaxlab._src import runner
+from jaxlab import experiments as registry
+from jaxlab._src.runner import check_output_dir
 
 __all__ = ["main"]
 
@@ -46,7 +46,7 @@ def _summary_table(records, console) -> None:
     table = Table(title="jaxlab results")
     for col in ("experiment", "profile", "verdict", "time (s)", "reason"):
         table.add_column(col)
-    colours = {"pass": "green", "fail": "yellow", "error": "red"}
+    colours = {"pass": "green", "unresolved": "cyan", "fail": "yellow", "error": "red"}
     for rec in records:
         status = rec["verdict"]["status"]
         table.add_row(
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             err.print(f"jaxlab: error: {registry.unknown_name_message(name)}")
             return 2
     try:
-        runner.check_output_dir(args.out)
+        check_output_dir(args.out)
     except OSError as e:
         err.print(f"jaxlab: error: {e}")
         return 2
@@ -85,12 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             records = [
-                runner.run_experiment(
+                registry.run_experiment(
                     args.name, profile=args.profile, seed=args.seed, out_dir=args.out
                 )
             ]
         else:
-            records = runner.reproduce(
+            records = registry.reproduce(
                 requested or None,
                 profile=args.profile,
                 seed=args.seed,

@@ -36,11 +36,11 @@ import os
 
 import jax
 import jax.numpy as jnp
-import matplotlib.pyplot as plt
 import numpy as np
 import optax
 
 from jaxlab import optim
+from jaxlab.experiments import NullProgress
 from jaxlab.experiments import deva as experiment
 
 PROFILE = os.environ.get("JAXLAB_NOTEBOOK_PROFILE", "quick")
@@ -59,9 +59,10 @@ print(f"profile {PROFILE}: toy {CONFIG.toy_seeds} seeds x {CONFIG.toy_steps} ste
 # %%
 tx = optim.scale_by_deva_vector(b1=0.9, b2=0.99)
 state = tx.init(jnp.zeros(1))
+update = jax.jit(tx.update)  # one compiled step instead of one dispatch per operation
 steps = []
 for _ in range(5):
-    u, state = tx.update(jnp.ones(1), state)
+    u, state = update(jnp.ones(1), state)
     steps.append(float(u[0]))
 print("step / lr, t = 1..5:", np.round(steps, 4))
 m = 0.1
@@ -78,9 +79,10 @@ print("by hand, t = 1:", round(m / np.sqrt(0.01 * m**2 + 1e-5), 4))
 g = jax.random.normal(jax.random.key(0), (6, 4))
 tx = optim.scale_by_deva_matrix()
 state = tx.init(g)
-direction = 0.2 * np.sqrt(6) * optim.newton_schulz_msign(g)
+update = jax.jit(tx.update)
+direction = 0.2 * np.sqrt(6) * jax.jit(optim.newton_schulz_msign)(g)
 for t in range(4):
-    u, state = tx.update(g, state)
+    u, state = update(g, state)
     ratio = float(jnp.sum(u * direction) / jnp.sum(direction**2))
     print(f"call {t}: update / (0.2·√6·msign(G)) = {ratio:.3f}")
 
@@ -89,8 +91,8 @@ for t in range(4):
 # $[0.68, 1.2]$, which is what Muon uses too.
 
 # %%
-sv = jnp.linalg.svd(optim.newton_schulz_msign(jax.random.normal(jax.random.key(1), (64, 16))),
-                    compute_uv=False)  # fmt: skip
+msign = jax.jit(optim.newton_schulz_msign)
+sv = jnp.linalg.svd(msign(jax.random.normal(jax.random.key(1), (64, 16))), compute_uv=False)
 print(f"singular values of msign(M): [{float(sv.min()):.3f}, {float(sv.max()):.3f}]")
 
 # %% [markdown]
@@ -112,28 +114,17 @@ print(optim.deva_matrix_labels(params))
 # samples 3 rows of $H^{1/2}$ and differentiates $\tfrac12\cdot 3\,\|A_b X\|_F$ (the reference's
 # non-squared loss). All adaptive methods use lr 0.1, $\beta_1 = 0$, $\beta_2 = 0.99$; GD uses
 # the full gradient and lr $10^{-4}$.
+#
+# Both studies run through the experiment's own `run` (the same compiled programs as `jaxlab run
+# deva`); its figures and metrics are shown below.
 
 # %%
-import jax.random as jr  # noqa: E402
-
-from jaxlab._src.experiments import NullProgress  # noqa: E402
-from jaxlab._src.threads import single_threaded_blas  # noqa: E402  one OpenBLAS thread for eigh/QR
-
-with single_threaded_blas():
-    toy = experiment._toy(CONFIG, jr.key(0), NullProgress())
-
-fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-for ax, hessian in zip(axes, ("heterogeneous", "homogeneous"), strict=True):
-    for method, entry in toy[f"{hessian}_frobenius"].items():
-        ax.semilogy(entry["median_curve"], label=method)
-    ax.set_title(f"{hessian} Hessian")
-    ax.set_xlabel("step")
-    ax.set_ylabel("median f(X)")
-    ax.legend(fontsize=7)
-plt.show()
+result = experiment.run(CONFIG, jax.random.key(0), NullProgress())
+toy = result.metrics["toy"]
 for hessian in ("heterogeneous", "homogeneous"):
     finals = {m: round(e["median_final_f"], 4) for m, e in toy[f"{hessian}_frobenius"].items()}
     print(hessian, dict(sorted(finals.items(), key=lambda kv: kv[1])))
+result.figures["quadratic_toy"]
 
 # %% [markdown]
 # The paper (and the note's numpy re-run of the authors' code) orders the heterogeneous case
@@ -148,26 +139,17 @@ for hessian in ("heterogeneous", "homogeneous"):
 # The question: how many steps does DeVA need to reach Muon's final (smoothed) training loss?
 
 # %%
-with single_threaded_blas():
-    lm = experiment._language_model(CONFIG, jr.key(1), NullProgress())
+lm = result.metrics["language_model"]
 run = lm["seeds"][0]
-
-plt.figure(figsize=(7, 4))
-for method in experiment.LM_METHODS:
-    plt.plot(run[method]["smoothed"], label=method)
-plt.axhline(run["target_loss"], color="k", ls=":", lw=0.8, label="Muon final")
-plt.xlabel("step")
-plt.ylabel(f"training loss (trailing mean of {CONFIG.lm_smooth}), seed 0")
-plt.legend()
-plt.show()
 for method in experiment.LM_METHODS:
     entry = run[method]
     print(
-        f"{method:6s} final smoothed {entry['smoothed'][-1]:.4f}, eval "
+        f"{method:6s} final smoothed {entry['final_smoothed_loss']:.4f}, eval "
         f"{entry['final_eval_loss']:.4f}, steps to Muon's final {entry['steps_to_muon_final']}"
     )
-savings = [round(s["saving_percent"], 1) for s in lm["seeds"]]
-print(f"DeVA's saving in steps per seed: {savings} %; median {lm['median_saving_percent']:.1f} %")
+savings = [s["saving_percent"] for s in lm["seeds"]]
+print(f"DeVA's saving in steps per seed: {savings} %; median {lm['median_saving_percent']} %")
+result.figures["language_model"]
 
 # %% [markdown]
 # The paper reports DeVA reaching NanoGPT's target loss with 6.6 % fewer tokens than Muon at

@@ -168,89 +168,91 @@ plt.show()
 #
 # Take $f(x) = \frac\lambda2\|x\|^2$ in 2-D with the rotation compressor. Both methods are then
 # linear, $z_{t+1} = M z_t$ for the state $z = (x, e)$ or $(x, g)$, and the rate is the squared
-# spectral radius of $M$ (`linear_one_step_matrix`). Scanning $\lambda \in [\mu, L]$ and the
-# angle $\theta$ at $\eta^\star$ recovers $\rho^\star$:
+# spectral radius of $M$ (`linear_one_step_matrix`; `rotation_instance_rates` for many instances
+# at once). Scanning $\lambda \in [\mu, L]$ and the angle $\theta$ at $\eta^\star$
+# (`worst_case_rate`, on the experiment's grid) recovers $\rho^\star$:
 
 # %%
+from jaxlab.experiments import get  # noqa: E402
+
+# The experiment's own sizes for this profile (smoke in the tests: its compiled programs are
+# reused from the compilation cache).
+config = get("error-feedback").make_config(PROFILE)
 eps, kappa = 0.5, 10.0
 alpha, mu = 1 - eps, 1 / kappa
-eta = optim.ef_optimal_step_size(1.0, mu, alpha)
-lams = np.linspace(mu, 1.0, 11 if SMOKE else 41)
-thetas = np.linspace(0, 2 * np.pi, 37 if SMOKE else 181)
-matrices = jax.jit(
-    jax.vmap(
-        jax.vmap(optim.linear_one_step_matrix, (None, None, 0, None, None)),
-        (None, 0, None, None, None),
-    ),
-    static_argnums=0,
-)
+eta = float(optim.ef_optimal_step_size(1.0, mu, alpha))
+rng = np.random.default_rng(0)
 for method in ("ef", "ef21"):
-    m = np.asarray(matrices(method, lams[:, None], thetas[:, None], eta, alpha))
-    rates = np.max(np.abs(np.linalg.eigvals(m)), axis=-1) ** 2
-    i, j = np.unravel_index(rates.argmax(), rates.shape)
+    worst, lam, theta = optim.worst_case_rate(
+        method,
+        [mu],
+        [1.0],
+        eta,
+        alpha,
+        rng,
+        grid_curvatures=config.grid_curvatures,
+        grid_angles=config.grid_angles,
+    )
     print(
-        f"{method:5}: worst rate {rates.max():.6f} at lambda={lams[i]:.2f}, "
-        f"theta={thetas[j]:.3f}; rho* = {float(optim.ef_tight_rate(kappa, alpha)):.6f}"
+        f"{method:5}: worst rate {worst:.6f} at lambda={lam[0]:.2f}, theta={theta[0]:.3f}; "
+        f"rho* = {float(optim.ef_tight_rate(kappa, alpha)):.6f}"
     )
 
 # %% [markdown]
 # ## 4. A small distributed run
 #
-# The experiment `jaxlab run error-feedback` runs the note's least squares at full size. Here
-# a small version: 8 workers with their own data, a shared minimiser, top-k compression, and
-# each worker's constants $L_i, \mu_i$ from its Gram matrix. The workers are simulated with
-# `jax.vmap(..., axis_name="workers")`; the transforms average the messages with
-# `jax.lax.pmean` over that axis.
+# The experiment `jaxlab run error-feedback` runs the note's least squares; here the same
+# problem at the experiment's size (`distributed_least_squares`): workers with their own data, a
+# shared minimiser, top-k compression, and each worker's constants $L_i, \mu_i$ from its Gram
+# matrix. `run_distributed` simulates the workers with `jax.vmap(..., axis_name="workers")`
+# (the transforms average the messages with `jax.lax.pmean` over that axis) and runs compiled
+# chunks until the relative suboptimality $(f(x) - f^\star)/(f(0) - f^\star)$ reaches the
+# target. The step size is a traced argument: the two EF21 runs share one compiled program.
 
 # %%
-workers, rows, dim, keep = 8, (40 if SMOKE else 100), (20 if SMOKE else 50), (2 if SMOKE else 5)
-steps = 400 if SMOKE else 4000
-rng = np.random.default_rng(0)
-a = rng.standard_normal((workers, rows, dim)) * np.linspace(1.0, 0.3, dim)[None, None, :]
-x_true = rng.standard_normal(dim)
-b = np.einsum("wrd,d->wr", a, x_true)  # noise-free: every worker's minimiser is x_true
-spectra = np.linalg.eigvalsh(np.einsum("wrd,wre->wde", a, a) / rows)
-smooth, strong = spectra[:, -1], spectra[:, 0]
-global_smooth = np.linalg.eigvalsh(np.einsum("wrd,wre->de", a, a) / (workers * rows))[-1]
-compressor = optim.top_k(keep)
+problem = optim.distributed_least_squares(
+    jax.random.key(0), config.ls_workers, config.ls_rows, config.ls_dim
+)
+dim = config.ls_dim
+compressor = optim.top_k(config.ls_keep)
 alpha = compressor.alpha(dim)
+smooth, strong = problem.smoothness, problem.strong_convexity
 eta_star = float(optim.ef_optimal_step_size(smooth, strong, alpha))
 gamma_r = float(
-    optim.richtarik_ef21_step_size(smooth, strong, alpha, global_smoothness=global_smooth)
+    optim.richtarik_ef21_step_size(
+        smooth, strong, alpha, global_smoothness=problem.global_smoothness
+    )
 )
 print(f"alpha = {alpha}, eta* = {eta_star:.4f}, gamma_R = {gamma_r:.4f}")
-a, b = jnp.asarray(a), jnp.asarray(b)
 
 
-def run(tx, steps):
-    """Runs `steps` steps of `tx` over the 8 simulated workers; returns ||x - x*|| per step."""
+def ef21(step_size):
+    return optim.error_feedback_21(step_size, compressor, axis_name="workers")
 
-    def worker(params, state, a_i, b_i):
-        grad = a_i.T @ (a_i @ params - b_i) / rows
-        return tx.update(grad, state, params)
 
-    workers_step = jax.vmap(worker, in_axes=(None, 0, 0, 0), axis_name="workers")
-
-    def step(carry, _):
-        params, state = carry
-        updates, state = workers_step(params, state, a, b)
-        params = params + updates[0]
-        return (params, state), jnp.linalg.norm(params - x_true)
-
-    params = jnp.zeros(dim)
-    state = jax.vmap(lambda _: tx.init(params), axis_name="workers")(jnp.arange(workers))
-    return jax.jit(lambda c: jax.lax.scan(step, c, None, length=steps))((params, state))[1]
+def ef(step_size):
+    return optim.error_feedback(step_size, compressor, axis_name="workers")
 
 
 fig, ax = plt.subplots(figsize=(6, 3.5))
-for label, tx in [
-    ("EF21, eta*", optim.error_feedback_21(eta_star, compressor, axis_name="workers")),
-    ("EF21, gamma_R", optim.error_feedback_21(gamma_r, compressor, axis_name="workers")),
-    ("EF, eta*", optim.error_feedback(eta_star, compressor, axis_name="workers")),
+for label, transform, step in [
+    ("EF21, eta*", ef21, eta_star),
+    ("EF21, gamma_R", ef21, gamma_r),
+    ("EF, eta*", ef, eta_star),
 ]:
-    ax.semilogy(np.asarray(run(tx, steps)), label=label)
+    run = optim.run_distributed(
+        problem,
+        transform,
+        step,
+        tolerance=config.ls_tolerance,
+        max_steps=config.ls_max_steps,
+        chunk=config.chunk,
+    )
+    reached = f"{run.iterations} iterations" if run.reached else "not reached"
+    ax.semilogy(np.maximum(run.values, 1e-16), label=f"{label} ({reached})")
+ax.axhline(config.ls_tolerance, color="k", lw=0.8, ls=":")
 ax.set_xlabel("iteration")
-ax.set_ylabel("||x - x*||")
+ax.set_ylabel("relative suboptimality")
 ax.legend()
 plt.show()
 
@@ -269,7 +271,8 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 num = len(jax.devices())
 mesh = jax.make_mesh((num,), ("workers",))
 tx = optim.error_feedback_21(eta_star, compressor, axis_name="workers")
-a_w, b_w = a[:num], b[:num]  # one worker per device
+rows = config.ls_rows
+a_w, b_w = problem.features[:num], problem.targets[:num]  # one worker per device
 short = 20 if SMOKE else 200
 
 

@@ -39,11 +39,14 @@ import os
 
 import jax
 
+PROFILE = os.environ.get("JAXLAB_NOTEBOOK_PROFILE", "quick")
+SMOKE = PROFILE == "smoke"
 jax.config.update("jax_enable_x64", True)  # errors near 1e-15 need float64
 
 import jax.numpy as jnp  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from IPython.display import display  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from jaxlab import experiments  # noqa: E402
 from jaxlab.distributed import (  # noqa: E402
@@ -55,8 +58,6 @@ from jaxlab.distributed import (  # noqa: E402
 )
 from jaxlab.solvers import FAB, FABParams, PushPull  # noqa: E402
 
-PROFILE = os.environ.get("JAXLAB_NOTEBOOK_PROFILE", "quick")
-SMOKE = PROFILE == "smoke"
 N = 8
 print(f"profile {PROFILE}, {N} agents")
 
@@ -130,7 +131,8 @@ def distances(tracking):
     return jax.lax.scan(body, (x0, state), None, steps)[1]
 
 
-fig, ax = plt.subplots(figsize=(6, 3.5))
+fig = Figure(figsize=(6, 3.5))
+ax = fig.subplots()
 for tracking, label in ((True, "Push-Pull"), (False, "no trackers (DGD)")):
     curve = np.asarray(distances(tracking))
     ax.semilogy(np.arange(1, steps + 1), np.maximum(curve, 1e-17), label=label)
@@ -138,7 +140,7 @@ for tracking, label in ((True, "Push-Pull"), (False, "no trackers (DGD)")):
 ax.set_xlabel("communication round")
 ax.set_ylabel("max_i ||x_i - x*||")
 ax.legend()
-plt.show()
+display(fig)
 
 # %% [markdown]
 # ## 3. FAB on a bilevel toy with a closed form
@@ -150,13 +152,17 @@ plt.show()
 # $d^x = \nabla_x f + \lambda(\nabla_x g(x, y) - \nabla_x g(x, z))$,
 # $d^y = \nabla_y f / \lambda + \nabla_y g(x, y)$, $d^z = \nabla_y g(x, z)$,
 #
-# each with its own Push-Pull tracker.
+# each with its own Push-Pull tracker. The penalty is an ordinary (traceable) number, so one
+# compiled solve serves every $\lambda$.
 
 # %%
 c, e = rng.normal(size=N), rng.normal(size=N)
 c, e = jnp.asarray(c - c.mean() + 1), jnp.asarray(e - e.mean())
 zeros = jnp.zeros(N)
-for lam in (10.0, 100.0):
+
+
+@jax.jit
+def fab_toy(lam):
     solver = FAB(
         upper_grad_fn=lambda x, y, c_i, e_i: (x, y - c_i),
         lower_grad_fn=lambda x, y, c_i, e_i: (x + e_i - y, y - x - e_i),
@@ -166,8 +172,13 @@ for lam in (10.0, 100.0):
         lower_stepsize=0.3,
         maxiter=1000 if SMOKE else 5000,
         tol=1e-13,
+        jit=False,  # fab_toy is the jitted function
     )
-    out = solver.run(FABParams(zeros, zeros, zeros), c, e, rng_key=jax.random.key(2))
+    return solver.run(FABParams(zeros, zeros, zeros), c, e, rng_key=jax.random.key(2))
+
+
+for lam in (10.0, 100.0):
+    out = fab_toy(jnp.asarray(lam))
     error = float(jnp.max(jnp.abs(out.params.x - lam / (1 + 2 * lam))))
     print(f"λ = {lam:5.0f}: x_λ = {lam / (1 + 2 * lam):.6f}, max_i |x_i - x_λ| = {error:.1e}")
 
@@ -186,4 +197,4 @@ config = experiment.make_config("smoke" if SMOKE else "quick")
 result = experiment.run(config, jax.random.key(0))
 for part in result.verdict()["parts"]:
     print(f"[{part['status']}] {part['claim']}\n        {part['measured']}")
-plt.show()
+display(result.figures["fab_hyperparameter"])

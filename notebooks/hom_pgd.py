@@ -43,17 +43,35 @@ import matplotlib.pyplot as plt
 import numpy as np
 from flax import nnx
 
-from jaxlab.experiments import hom_pgd as toy
-from jaxlab.nn import (
-    InvertibleNet,
-    QuadMixerEncoder,
-    sample_latents,
-    train_homeomorphism,
+from jaxlab.experiments.hom_pgd import HomPGDConfig
+from jaxlab.nn import InvertibleNet, sample_latents, train_homeomorphism
+from jaxlab.solvers import (
+    STAR_OPTIMUM,
+    STAR_OPTIMUM_VALUE,
+    HomPGD,
+    exact_projection_pgd,
+    latent_starts,
+    project_ball,
+    qcqp_condition,
+    qcqp_condition_sampler,
+    qcqp_constraints_from_condition,
+    qcqp_hom_pgd,
+    qcqp_homeomorphism_net,
+    sample_qcqp,
+    slsqp_multistart,
+    star_boundary,
+    star_constraint,
+    star_hom_pgd,
+    star_homeomorphism,
+    star_objective,
+    star_projection,
 )
-from jaxlab.solvers import HomPGD, project_ball
 
 PROFILE = os.environ.get("JAXLAB_NOTEBOOK_PROFILE", "quick")
 SMOKE = PROFILE == "smoke"
+# The registered experiment's sizes for this profile: the same programs as `jaxlab run hom-pgd`
+# (so the test suite's compilation cache serves both).
+config = HomPGDConfig.smoke() if SMOKE else HomPGDConfig.quick()
 print(f"profile {PROFILE}")
 
 # %% [markdown]
@@ -68,16 +86,16 @@ print(f"profile {PROFILE}")
 
 # %%
 theta = np.linspace(0, 2 * np.pi, 600)
-boundary = np.asarray(toy._star_boundary(jnp.asarray(theta)))
+boundary = np.asarray(star_boundary(jnp.asarray(theta)))
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
 for r in np.linspace(0.2, 1.0, 5):
     circle = r * np.stack([np.cos(theta), np.sin(theta)], 1)
     axes[0].plot(circle[:, 0], circle[:, 1], lw=0.8)
-    image = np.asarray(jax.vmap(toy.star_homeomorphism)(jnp.asarray(circle)))
+    image = np.asarray(jax.vmap(star_homeomorphism)(jnp.asarray(circle)))
     axes[1].plot(image[:, 0], image[:, 1], lw=0.8)
 axes[0].set_title("latent disk 𝔹 (circles of radius 0.2 ... 1)")
 axes[1].set_title("their images under Φ: K is the outer curve")
-axes[1].plot(*toy.STAR_OPTIMUM, "k*", ms=12)
+axes[1].plot(*STAR_OPTIMUM, "k*", ms=12)
 for ax in axes:
     ax.set_aspect("equal")
 plt.show()
@@ -91,16 +109,16 @@ plt.show()
 # %%
 with jax.enable_x64(True):
     solver = HomPGD(
-        toy.star_objective,
-        toy.star_homeomorphism,
-        toy.star_constraint,
+        star_objective,
+        star_homeomorphism,
+        star_constraint,
         stepsize=0.005,
         adaptive_decay=1.0,
         maxiter=20_000,
         tol=1e-9,
     )
     z, state = solver.run(jnp.array([0.3, 0.3]))
-    x = toy.star_homeomorphism(z)
+    x = star_homeomorphism(z)
     print(
         f"f = {float(state.value):.7f} at x = {np.round(np.asarray(x), 5)}, ||z|| = "
         f"{float(jnp.linalg.norm(z)):.6f}, {int(state.iter_num)} steps, violation "
@@ -114,24 +132,16 @@ with jax.enable_x64(True):
 # angular search plus Newton steps), under the same step and stopping rule.
 
 # %%
-num_starts = 8 if SMOKE else 50
+num_starts = config.star_starts
 with jax.enable_x64(True):
     starts = project_ball(jax.random.normal(jax.random.key(0), (num_starts, 2)))
-    hom = HomPGD(
-        toy.star_objective,
-        toy.star_homeomorphism,
-        toy.star_constraint,
-        stepsize=0.005,
-        stopping="objective_change",
-        maxiter=2000,
-        implicit_diff=False,
-        jit=False,
-    )
-    hom_run = jax.jit(hom.run)
+    # The public code's settings: η₀ = 0.005, ×0.999 on increase, stop at |Δf| <= 1e-5.
+    hom_run = jax.jit(star_hom_pgd(config.star_maxiter).run)
+    projection = lambda y: star_projection(y, config.star_angles)  # noqa: E731
     pgd_run = jax.jit(
-        lambda x0: toy.exact_projection_pgd(toy.star_objective, toy.star_projection, x0)
+        lambda x0: exact_projection_pgd(star_objective, projection, x0, maxiter=config.star_maxiter)
     )
-    x_starts = [toy.star_homeomorphism(z0) for z0 in starts]
+    x_starts = [star_homeomorphism(z0) for z0 in starts]
     jax.block_until_ready((hom_run(starts[0]), pgd_run(x_starts[0])))  # compile
     results = {"Hom-PGD": [], "exact-projection PGD": []}
     times = {name: 0.0 for name in results}
@@ -152,10 +162,10 @@ for name, values in results.items():
     )
 
 # %% [markdown]
-# Hom-PGD is much cheaper per step (a closed-form map and a VJP against a search over 2048
-# angles), and every iterate is feasible. Both methods are local: starts in another basin end
-# at another boundary minimum (0.2843 is the second one). Exact-projection PGD stops slightly
-# before the optimum under the $|\Delta f|$ rule with this small step.
+# Hom-PGD is much cheaper per step (a closed-form map and a VJP against a search over
+# `config.star_angles` angles), and every iterate is feasible. Both methods are local: starts
+# in another basin end at another boundary minimum (0.2843 is the second one). Exact-projection
+# PGD stops slightly before the optimum under the $|\Delta f|$ rule with this small step.
 
 # %% [markdown]
 # ## 2. The same toy through a learned invertible network
@@ -171,25 +181,24 @@ for name, values in results.items():
 # where the volume term pushes $\Phi(\mathbb{B})$ to fill $K$ and the penalty keeps it inside.
 
 # %%
-steps = 200 if SMOKE else 2000
-layers = 1 if SMOKE else 3  # smoke: a one-block net, only to run the code quickly
-net = InvertibleNet(2, num_layers=layers, hidden=16 if SMOKE else 32, rngs=nnx.Rngs(1))
+steps = 500 if SMOKE else 2000  # smoke: one jitted chunk of 500 steps (the solver tests' program)
+net = InvertibleNet(2, hidden=32, rngs=nnx.Rngs(1))
 latents = sample_latents(jax.random.key(0), 4096, 2)
 start = time.perf_counter()
 trained = train_homeomorphism(
     net,
-    toy.star_constraint,
+    star_constraint,
     latents,
     rng_key=jax.random.key(3),
     num_steps=steps,
     batch_size=256,
-    chunk_size=min(steps, 500),
+    chunk_size=500,
 )
 print(f"trained {steps} steps in {time.perf_counter() - start:.1f} s")
 model = trained.model
 forward = nnx.jit(lambda model, z: model(z))  # one compiled call instead of op-by-op dispatch
 x_samples, log_det, _ = forward(model, latents)
-eps_inn = float(jnp.mean(jax.jit(jax.vmap(toy.star_constraint))(x_samples)[:, 0] > 1e-5))
+eps_inn = float(jnp.mean(jax.jit(jax.vmap(star_constraint))(x_samples)[:, 0] > 1e-5))
 area = float(jnp.pi * jnp.mean(jnp.exp(log_det)))  # ∫_𝔹 |det J_Φ| dz = area of Φ(𝔹)
 print(
     f"ε_inn = {eps_inn:.1%} of Φ(latent samples) outside K; area of Φ(𝔹) {area:.2f} vs "
@@ -204,7 +213,7 @@ axes[1].fill(boundary[:, 0], boundary[:, 1], color="lightblue", label="K")
 circle = jnp.stack([jnp.cos(jnp.asarray(theta)), jnp.sin(jnp.asarray(theta))], 1)
 edge = np.asarray(forward(model, circle)[0])
 axes[1].plot(edge[:, 0], edge[:, 1], "r-", label="Φ(∂𝔹), learned")
-axes[1].plot(*toy.STAR_OPTIMUM, "k*", ms=12)
+axes[1].plot(*STAR_OPTIMUM, "k*", ms=12)
 axes[1].set_aspect("equal")
 axes[1].legend()
 plt.show()
@@ -223,9 +232,9 @@ def learned(z, params):
 
 
 learned_solver = HomPGD(
-    lambda x, params: toy.star_objective(x),
+    lambda x, params: star_objective(x),
     learned,
-    lambda x, params: toy.star_constraint(x),
+    lambda x, params: star_constraint(x),
     stepsize=0.005,
     repair="bisection",
     stopping="objective_change",
@@ -240,7 +249,7 @@ values, violations = np.asarray(state.value), np.asarray(state.violation)
 feasible = violations <= 1e-5
 print(
     f"{feasible.mean():.0%} of runs end feasible; best feasible f {values[feasible].min():.5f}"
-    f" (f* = {toy.STAR_OPTIMUM_VALUE})"
+    f" (f* = {STAR_OPTIMUM_VALUE})"
 )
 
 # %% [markdown]
@@ -248,77 +257,77 @@ print(
 #
 # $\min \tfrac12 x^\top Q x + p^\top x$ s.t. $\tfrac12 x^\top Q_j x + p_j^\top x \le b_j$,
 # $|x_i| \le 5$, $\|x\| \le 5$, with indefinite rank-$\lfloor n/2\rfloor$ matrices
-# (`toy.sample_qcqp`). A `QuadMixerEncoder` embeds the constraint parameters and the
-# embedding modulates every MADE layer, so one network maps the ball onto each instance's
-# feasible set. Each training step draws fresh instances.
+# (`jaxlab.solvers.sample_qcqp`). A `QuadMixerEncoder` embeds the constraint parameters and
+# the embedding modulates every MADE layer, so one network
+# (`jaxlab.solvers.qcqp_homeomorphism_net`) maps the ball onto each instance's feasible set.
+# Each training step draws fresh instances. Sizes are the registered experiment's.
 
 # %%
-n, m = 2, 3
-qcqp_steps = 30 if SMOKE else 1000
+n, m = config.qcqp_sizes[0]
 rngs = nnx.Rngs(0)
-encoder = QuadMixerEncoder(n, 16 if SMOKE else 64, hidden=16 if SMOKE else 64, rngs=rngs)
-qnet = InvertibleNet(
-    n,
-    num_layers=layers,
-    hidden=16 if SMOKE else None,
-    condition_encoder=encoder,
-    bounds=(-5.0, 5.0),
-    rngs=rngs,
+qnet = qcqp_homeomorphism_net(
+    n, encoder_hidden=config.encoder_hidden, hidden=config.hidden, rngs=rngs
 )
-
-
-def sample_conditions(key, batch):
-    keys = jax.random.split(key, batch)
-    return jax.vmap(lambda k: toy.qcqp_condition(toy.sample_qcqp(k, n, m)))(keys)
-
-
 start = time.perf_counter()
 qtrained = train_homeomorphism(
     qnet,
-    toy._constraints_from_condition,
-    sample_latents(jax.random.key(1), 10_000, n),
+    qcqp_constraints_from_condition,
+    sample_latents(jax.random.key(1), config.latent_pool, n),
     rng_key=jax.random.key(2),
-    num_steps=qcqp_steps,
-    batch_size=256,
-    sample_conditions=sample_conditions,
-    chunk_size=min(qcqp_steps, 100),
+    num_steps=config.train_steps,
+    batch_size=config.batch_size,
+    sample_conditions=qcqp_condition_sampler(n, m),
+    penalty_weight=10.0,  # the note's default w_pen
+    chunk_size=min(100, config.train_steps),
 )
-print(f"trained {qcqp_steps} steps in {time.perf_counter() - start:.1f} s")
+print(f"trained {config.train_steps} steps in {time.perf_counter() - start:.1f} s")
+
+# %% [markdown]
+# `qcqp_hom_pgd` is Hom-PGD with the public code's QCQP settings (bisection repair, latent
+# ball, η₀ = 0.1); the network's weights are an argument, so one compiled solve serves any
+# network of this architecture. It runs from the centre $z = 0$ and from uniform latent starts
+# in one vmapped call; the best feasible end point is kept.
 
 # %%
-instance = toy.sample_qcqp(jax.random.key(2030), n, m)
-qgraph, qparams, qrest = nnx.split(qtrained.model, nnx.Param, ...)
-
-
-def qmap(z, params, instance):
-    return nnx.merge(qgraph, params, qrest)(z, toy.qcqp_condition(instance))[0]
-
-
-qsolver = HomPGD(
-    lambda x, params, inst: toy.qcqp_objective(x, inst),
-    qmap,
-    lambda x, params, inst: toy.qcqp_constraints(x, inst),
-    stepsize=0.1,
-    repair="bisection",
-    stopping="objective_change",
-    bisection_steps=20,
-    maxiter=500,
-    implicit_diff=False,
-)
-z, state = qsolver.run(jnp.zeros(n), qparams, instance)
-reference = toy.slsqp_multistart(instance, num_starts=3 if SMOKE else 20, seed=0)
+instance = sample_qcqp(jax.random.key(config.qcqp_seed), n, m)
+qmodel = qtrained.model
+weights = nnx.split(qmodel, nnx.Param, ...)[1:]
+qsolver = qcqp_hom_pgd(qmodel, maxiter=config.hom_maxiter)
+solve_many = jax.jit(jax.vmap(qsolver.run, in_axes=(0, None, None)))
+z0s = latent_starts(jax.random.key(4), config.hom_starts, n)
+zs, states = solve_many(z0s, weights, instance)
+values, violations = np.asarray(states.value), np.asarray(states.violation)
+feasible = violations <= qsolver.feasibility_tol
+best = int(np.argmin(np.where(feasible, values, np.inf))) if feasible.any() else 0
+reference = slsqp_multistart(instance, num_starts=config.slsqp_starts, seed=0)
 print(
-    f"Hom-PGD f = {float(state.value):.4f} (violation {float(state.violation):.1e}, "
-    f"{int(state.iter_num)} steps); SLSQP multi-start f = {reference['value']:.4f}"
+    f"Hom-PGD best of {len(z0s)} starts: f = {values[best]:.4f} (violation "
+    f"{violations[best]:.1e}; centre start alone f = {values[0]:.4f}); SLSQP multi-start "
+    f"f = {reference['value']:.4f}"
 )
+
+# Feasible set (numpy on a grid), Φ(∂𝔹) and both solutions.
+grid = np.linspace(-5.2, 5.2, 240)
+gx, gy = np.meshgrid(grid, grid)
+points = np.stack([gx.ravel(), gy.ravel()], 1)
+q, p, qc, pc, bc = (np.asarray(a, np.float64) for a in instance)
+rows = 0.5 * np.einsum("si,mij,sj->sm", points, qc, points) + points @ pc.T - bc
+inside = (rows.max(1) <= 0) & (np.abs(points).max(1) <= 5) & ((points**2).sum(1) <= 25)
+objective = 0.5 * np.einsum("si,ij,sj->s", points, q, points) + points @ p
+graphdef, state = nnx.split(qmodel)
+decode = jax.jit(lambda state, z, c: nnx.merge(graphdef, state)(z, c)[0])
+circle = jnp.stack([jnp.cos(jnp.asarray(theta)), jnp.sin(jnp.asarray(theta))], 1)
+edge = np.asarray(decode(state, circle, qcqp_condition(instance)))
+x_best = np.asarray(qsolver.homeomorphism(zs[best], weights, instance))
 fig, ax = plt.subplots(figsize=(5, 5))
-row = {
-    "value": float(state.value),
-    "slsqp_value": reference["value"],
-    "x": np.asarray(qmap(z, qparams, instance)).tolist(),
-    "slsqp_x": reference["x"],
-}
-toy._draw_qcqp_instance(ax, qtrained.model, instance, row)
+ax.contourf(gx, gy, inside.reshape(gx.shape), levels=[0.5, 1.5], colors=["lightblue"])
+ax.contour(gx, gy, objective.reshape(gx.shape), 15, colors="gray", linewidths=0.5)
+ax.plot(edge[:, 0], edge[:, 1], "r-", lw=1.2, label="Φ(∂𝔹)")
+ax.plot(*x_best, "r*", ms=12, label="Hom-PGD")
+if reference["x"] is not None:
+    ax.plot(*reference["x"], "k+", ms=12, mew=2, label="SLSQP multi-start")
+ax.set_aspect("equal")
+ax.legend(loc="lower left", fontsize=8)
 plt.show()
 
 # %% [markdown]

@@ -41,8 +41,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from flax import nnx
 
-from jaxlab.experiments import moe_topk
-from jaxlab.nn import MixtureOfExperts, load_balancing_loss
+from jaxlab.experiments import get
+from jaxlab.nn import MixtureOfExperts, load_balancing_loss, optimal_top_k
 
 PROFILE = os.environ.get("JAXLAB_NOTEBOOK_PROFILE", "quick")
 SMOKE = PROFILE == "smoke"
@@ -130,8 +130,8 @@ for factor in (None, 2.0, 1.0, 0.5):
 
 # %%
 for a, b, c0 in [(1, 1, 0), (4, 1, 0), (1, 1, 4), (1, 0.25, 4)]:
-    raw = moe_topk.optimal_top_k(a, b, 16, c0, 1.0, clip=False)
-    clipped = moe_topk.optimal_top_k(a, b, 16, c0, 1.0)
+    raw = optimal_top_k(a, b, 16, c0, 1.0, clip=False)
+    clipped = optimal_top_k(a, b, 16, c0, 1.0)
     print(f"a={a}, b={b}, c0={c0}: K* = {raw:.3f} -> clipped {clipped}")
 
 k = np.arange(1, 17)
@@ -158,13 +158,12 @@ plt.show()
 # %%
 import dataclasses  # noqa: E402
 
-from jaxlab.experiments import NullProgress  # noqa: E402
-
+experiment = get("moe-topk")
 if SMOKE:
-    config = moe_topk.MoETopKConfig.smoke()
+    config = experiment.make_config("smoke")
 else:
-    config = dataclasses.replace(moe_topk.MoETopKConfig.quick(), seeds=3)
-result = moe_topk.run(config, jax.random.key(0), NullProgress())
+    config = dataclasses.replace(experiment.make_config("quick"), seeds=3)
+result = experiment.run(config, jax.random.key(0))
 metrics = result.metrics
 print("c0, c1 (FLOPs/token):", metrics["flops_per_token"])
 for t, row in metrics["fixed_steps"].items():

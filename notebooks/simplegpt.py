@@ -44,10 +44,14 @@ import numpy as np
 from flax import nnx
 
 from jaxlab import nn
+from jaxlab.experiments import get
 
 PROFILE = os.environ.get("JAXLAB_NOTEBOOK_PROFILE", "quick")
 SMOKE = PROFILE == "smoke"
-STEPS = 30 if SMOKE else 300
+# The sizes of the registered experiment's profile (smoke: tiny; quick: d = 64, L = 2, 300 steps).
+EXPERIMENT = get("simplegpt-lr")
+SIZES = EXPERIMENT.make_config("smoke" if SMOKE else "quick")
+STEPS = SIZES.steps
 print(f"profile {PROFILE}: {STEPS} training steps per run")
 
 # %% [markdown]
@@ -80,7 +84,15 @@ print(f"cos(∇_W L, W) = {cosine:.2e}  (the gradient is orthogonal to W)")
 
 # %%
 configs = {
-    placement: nn.GPTConfig(256, 64, 2, 4, max_len=64, multiple_of=32, norm_placement=placement)
+    placement: nn.GPTConfig(
+        256,
+        SIZES.d_model,
+        SIZES.num_layers,
+        SIZES.num_heads,
+        max_len=SIZES.seq_len,
+        multiple_of=SIZES.multiple_of,
+        norm_placement=placement,
+    )  # fmt: skip
     for placement in ("simple", "pre", "pre_qk")
 }
 models = {p: nn.SimpleGPT(c, rngs=nnx.Rngs(0)) for p, c in configs.items()}
@@ -95,8 +107,9 @@ for placement, model in models.items():
 # sublayer outputs are all at RMS 1, PreNorm's are at the scale of their 0.02-std weights.
 
 # %%
-tokens = jax.random.randint(jax.random.key(2), (16, 64), 0, 256)
-targets = jax.random.randint(jax.random.key(3), (16, 64), 0, 256)
+shape = (SIZES.batch_size, SIZES.seq_len)
+tokens = jax.random.randint(jax.random.key(2), shape, 0, 256)
+targets = jax.random.randint(jax.random.key(3), shape, 0, 256)
 for placement, model in models.items():
     loss = float(nn.language_model_loss(model, tokens, targets))
     rms = {k: float(v) for k, v in model.activation_rms(tokens).items()}
@@ -114,7 +127,7 @@ for placement, model in models.items():
 # AdamW(0.9, 0.95), weight decay 0.1 on all parameters, clipping at 1, warmup then linear decay.
 
 # %%
-corpus = nn.stdlib_byte_corpus(200_000 if SMOKE else 2_000_000)
+corpus = nn.stdlib_byte_corpus(SIZES.corpus_bytes)
 train, val = nn.split_corpus(corpus, 0.1)
 print(
     f"Python {sys.version.split()[0]}: {corpus.size:,} bytes, "
@@ -130,10 +143,10 @@ for placement, config in configs.items():
         continue  # keep the smoke run short
     for lr in lrs:
         model = nn.SimpleGPT(config, rngs=nnx.Rngs(0))
-        tx = nn.simplegpt_optimizer(nn.simplegpt_schedule(lr, max(1, STEPS // 20), STEPS))
+        tx = nn.simplegpt_optimizer(nn.simplegpt_schedule(lr, SIZES.warmup_steps, STEPS))
         histories[placement, lr] = nn.train_language_model(
-            model, tx, train, steps=STEPS, batch_size=16, seq_len=64, rng_key=jax.random.key(0),
-            eval_data=val, eval_every=STEPS, eval_batches=4,
+            model, tx, train, steps=STEPS, batch_size=SIZES.batch_size, seq_len=SIZES.seq_len,
+            rng_key=jax.random.key(0), eval_data=val, eval_every=STEPS, eval_batches=4,
         )  # fmt: skip
         trained[placement, lr] = model
         h = histories[placement, lr]
@@ -168,7 +181,9 @@ plt.show()
 # effective step depends on the preconditioned Hessian instead.
 
 # %%
-batch = nn.sample_batch(jax.random.key(5), jnp.asarray(val), 16, 64)
+batch = nn.sample_batch(
+    jax.random.key(5), jnp.asarray(val), SIZES.hessian_batch_size, SIZES.seq_len
+)
 for placement in configs:
     if (placement, 3e-3) not in trained:
         continue
@@ -178,7 +193,7 @@ for placement in configs:
         return nn.language_model_loss(nnx.merge(graphdef, p), *batch)
 
     value, _ = nn.top_eigenvalue(
-        loss_fn, params, rng_key=jax.random.key(6), num_iters=5 if SMOKE else 20, method="lanczos"
+        loss_fn, params, rng_key=jax.random.key(6), num_iters=SIZES.hessian_iters, method="lanczos"
     )
     print(
         f"{placement:7s} λ_max ≈ {float(value):.3f}  (GD limit 2/λ ≈ {2 / abs(float(value)):.3g})"

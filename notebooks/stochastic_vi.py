@@ -39,19 +39,24 @@ import os
 
 import jax
 
+PROFILE = os.environ.get("JAXLAB_NOTEBOOK_PROFILE", "quick")
+SMOKE = PROFILE == "smoke"
 # Residuals far below 1e-6 need float64 (float32 bottoms out there).
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from IPython.display import display  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
+from jaxlab import experiments  # noqa: E402
 from jaxlab import solvers as vi  # noqa: E402
 
-PROFILE = os.environ.get("JAXLAB_NOTEBOOK_PROFILE", "quick")
-SMOKE = PROFILE == "smoke"
-BUDGET = 10_000 if SMOKE else 1_000_000  # oracle calls per method in section 2
-print(f"profile {PROFILE}, budget {BUDGET:,} oracle calls")
+# The comparisons below are the registered experiment at the notebook's profile (its smoke
+# config under the tests, so the programs its own test compiled are reused from the cache).
+experiment = experiments.get("stochastic-vi")
+config = experiment.make_config("smoke" if SMOKE else "quick")
+print(f"profile {PROFILE}, budget {config.budget:,} oracle calls per bilinear arm")
 
 # %% [markdown]
 # ## 1. A weak-Minty problem: why EG+ needs a relaxation
@@ -77,28 +82,8 @@ problem = vi.weak_minty_2d(a=-0.3, b=1.0, noise=0.1)
 L, rho = problem.lipschitz, problem.weak_minty_rho
 print(f"L = {L:.4f}, rho = {rho:.4f}, rho*L = {rho * L:.4f}, EG+ needs alpha < {1 - rho * L:.4f}")
 
-iterations = 60 if SMOKE else 300
-
-
-def norms_along_the_run(solver, seed=0):
-    """||z_k|| for k = 1..maxiter: update in a scan, so we see the whole trajectory."""
-    z0 = jnp.asarray([1.0, 0.0])
-    state = solver.init_state(z0, rng_key=jax.random.key(seed))
-
-    def body(carry, _):
-        params, state = solver.update(*carry)
-        return (params, state), jnp.linalg.norm(params)
-
-    _, norms = jax.lax.scan(body, (z0, state), None, length=solver.maxiter)
-    return norms
-
-
 # b_k = (k + 1)^2 oracle calls per estimate; every solver keyword is keyword-only.
-shared = dict(
-    operator_fn=problem.operator_fn,
-    batch_schedule=vi.polynomial_batch_schedule(1, 2),
-    maxiter=iterations,
-)
+shared = dict(operator_fn=problem.operator_fn, batch_schedule=vi.polynomial_batch_schedule(1, 2))
 methods = {
     "GDA (γ = 0.1/L)": vi.StochasticGradientDescentAscent(stepsize=0.1 / L, **shared),
     "EG (α = 1, γ = 1/L)": vi.StochasticExtragradient(stepsize=1 / L, **shared),
@@ -106,16 +91,23 @@ methods = {
         stepsize=1 / L, relaxation=0.25, **shared
     ),
 }
-fig, ax = plt.subplots(figsize=(6, 3.5))
-for name, solver in methods.items():
-    norms = norms_along_the_run(solver)
-    ax.semilogy(np.arange(1, iterations + 1), np.asarray(norms), label=name)
-    print(f"{name:26s} ||z|| after {iterations} steps: {float(norms[-1]):.3g}")
-ax.set_xlabel("iteration")
-ax.set_ylabel("||z_k||")
-ax.set_title("weak Minty, a = -0.3, multiplicative noise σ = 0.1")
-ax.legend()
-plt.show()
+print({name: type(solver).__name__ for name, solver in methods.items()})
+
+# %% [markdown]
+# The experiment runs these three (and deterministic copies that measure each one-step map's
+# spectral radius) over several seeds, every hyperparameter a traced lane of one compiled
+# program (`vi.run_to_checkpoints`):
+
+# %%
+result = experiment.run(config, jax.random.key(0))
+minty = result.metrics["weak_minty"][0]
+for name, run in minty["stochastic"].items():
+    print(
+        f"{name:4s} ||z|| growth {run['final_norm_growth_median']:.3g}x, residual "
+        f"{run['final_residual_median']:.3g} after {run['iterations_median']:.0f} iterations"
+    )
+print("deterministic spectral radii:", {k: round(v, 4) for k, v in minty["radii"].items()})
+display(result.figures["weak_minty"])
 
 # %% [markdown]
 # The switch is sharp. Deterministically one step multiplies the iterate by
@@ -129,14 +121,15 @@ radius = [
     np.max(np.abs(np.linalg.eigvals(np.eye(2) - a * (1 / L) * M @ (np.eye(2) - (1 / L) * M))))
     for a in alphas
 ]
-fig, ax = plt.subplots(figsize=(6, 3))
+fig = Figure(figsize=(6, 3))
+ax = fig.subplots()
 ax.plot(alphas, radius)
 ax.axhline(1.0, color="k", lw=0.8)
 ax.axvline(1 - rho * L, color="r", ls=":", label="α = 1 - ρ/γ")
 ax.set_xlabel("relaxation α")
 ax.set_ylabel("spectral radius")
 ax.legend()
-plt.show()
+display(fig)
 
 # %% [markdown]
 # ## 2. A noisy bilinear game on an unbounded domain
@@ -167,81 +160,25 @@ for scale in (1.0, 10.0):
 # calls. The residual we report is the natural residual
 # $\|z - \Pi_Z(z - F(z))\|$ of the exact operator, at the feasible point $\bar z_k$.
 #
-# We compare projected SGDA (batch 1), FBF with constant batches, and FBF with growing batches
-# $b_k = \lceil (k+1)^p\rceil$, all with $\gamma = 0.25$ ($L = 2$), starting from $z_0 = 0$.
+# The experiment compares projected SGDA (batch 1), FBF with constant batches 10 and 100, and
+# FBF with growing batches $b_k = \lceil (k+1)^p\rceil$ ($p = 1, 2$), all with $\gamma = 0.25$
+# ($L = 2$), starting from $z_0 = 0$, median over seeds:
 
 # %%
-z0 = jax.tree.map(jnp.zeros_like, bilinear.solution)
-common = dict(
-    operator_fn=bilinear.operator_fn,
-    exact_operator_fn=bilinear.exact_operator_fn,
-    projection=bilinear.projection,
-    stepsize=0.25,
-)
-checkpoints = np.unique(np.round(np.geomspace(100, BUDGET, 13)).astype(np.int64))
-
-
-def residual_at_checkpoints(solver, seed=0, cap=1e8):
-    """Residual when the oracle calls first reach each checkpoint (stops if ||z|| >= cap)."""
-    state = solver.init_state(z0, rng_key=jax.random.key(seed))
-
-    def chunk(carry, target):
-        def cond(c):
-            params, state = c
-            norm = jnp.sqrt(sum(jnp.sum(v**2) for v in params))
-            return (state.oracle_calls < target) & (norm < cap)
-
-        carry = jax.lax.while_loop(cond, lambda c: tuple(solver.update(*c)), carry)
-        return carry, (carry[1].error, carry[1].oracle_calls)
-
-    _, (residual, calls) = jax.lax.scan(chunk, (z0, state), jnp.asarray(checkpoints))
-    return residual, calls
-
-
-# The solver is a static argument: one compiled loop per solver configuration.
-run_checkpoints = jax.jit(residual_at_checkpoints, static_argnums=0)
-
-
-arms = {
-    "SGDA, batch 1": vi.StochasticGradientDescentAscent(
-        batch_schedule=vi.constant_batch_schedule(1), **common
-    ),
-    "FBF, batch 10": vi.StochasticExtragradient(
-        batch_schedule=vi.constant_batch_schedule(10), **common
-    ),
-    "FBF, batch 100": vi.StochasticExtragradient(
-        batch_schedule=vi.constant_batch_schedule(100), **common
-    ),
-    "FBF, (k+1)": vi.StochasticExtragradient(
-        batch_schedule=vi.polynomial_batch_schedule(1, 1), **common
-    ),
-    "FBF, (k+1)^2": vi.StochasticExtragradient(
-        batch_schedule=vi.polynomial_batch_schedule(1, 2), **common
-    ),
-    "Halpern, (k+1)": vi.HalpernExtragradient(
-        batch_schedule=vi.polynomial_batch_schedule(1, 1), **common
-    ),
-}
-curves = {}
-for name, solver in arms.items():
-    curves[name] = tuple(np.asarray(v) for v in run_checkpoints(solver))
-    residual = curves[name][0]
-    print(f"{name:16s} residual at {checkpoints[-1]:,} calls: {residual[-1]:.3g}")
-
-fig, ax = plt.subplots(figsize=(7, 4))
-for name, (residual, calls) in curves.items():
-    keep = residual < 1e3
-    ax.loglog(calls[keep], residual[keep], "--" if "batch" in name else "-", marker=".", label=name)
-ref = np.asarray([checkpoints[0], checkpoints[-1]], float)
-ax.loglog(ref, curves["FBF, (k+1)"][0][0] * (ref / ref[0]) ** -0.25, "k:", label="slope -1/4")
-ax.set_xlabel("oracle calls")
-ax.set_ylabel("natural residual")
-ax.legend(fontsize=8)
-plt.show()
+game = result.metrics["bilinear"][0]
+budget = f"{config.budget:.0e}"
+for name, arm in game["arms"].items():
+    print(
+        f"{name:14s} residual at {config.budget:,} calls: {arm['residual_at'][budget]:.3g}"
+        f"{' (diverged)' if arm['diverged'] else ''}, slope {arm['slope_last_two_decades']:.3f}"
+    )
+display(result.figures["bilinear_residual"])
+for part in result.verdict()["parts"]:
+    print(f"[{part['status']}] {part['claim']}")
 
 # %% [markdown]
-# SGDA diverges (it does even without noise on bilinear games), batch 10 diverges because the
-# multiplicative noise outgrows the contraction, batch 100 stalls at a noise floor, and growing
+# SGDA diverges (it does even without noise on bilinear games), the constant batches stall at a
+# noise floor or diverge because the multiplicative noise outgrows the contraction, and growing
 # batches keep decreasing — at roughly the theory's $-1/4$ slope (residual against calls) for
 # $p = 1$, faster for $p = 2$.
 #
@@ -252,17 +189,32 @@ plt.show()
 # estimator reuses samples: $v_k = \hat F_S(z_k) - \hat F_S(z_{k-1}) + v_{k-1}$ with the *same*
 # samples $S$ in both terms (the operator must return the same draws for the same key and batch
 # size), restarted with a large batch every $q$ steps. Between restarts a step costs only
-# $4|S|$ calls.
+# $4|S|$ calls. `vi.run_to_checkpoints` runs it to checkpoints of oracle calls (here one lane,
+# one seed):
 
 # %%
-recursive = vi.HalpernExtragradient(
-    batch_schedule=vi.polynomial_batch_schedule(1, 2),
-    estimator="recursive",
-    restart_every=10,
-    recursive_batch_size=10,
-    **common,
+common = dict(
+    operator_fn=bilinear.operator_fn,
+    exact_operator_fn=bilinear.exact_operator_fn,
+    projection=bilinear.projection,
 )
-residual, calls = (np.asarray(v) for v in run_checkpoints(recursive))
+checkpoints = np.unique(np.round(np.geomspace(100, config.budget, 9)).astype(np.int64))
+out = vi.run_to_checkpoints(
+    lambda lane: vi.HalpernExtragradient(
+        stepsize=lane["stepsize"],
+        batch_schedule=vi.polynomial_batch_schedule(1, 2),
+        estimator="recursive",
+        restart_every=10,
+        recursive_batch_size=10,
+        **common,
+    ),
+    {"recursive": {"stepsize": 0.25}},
+    jax.random.split(jax.random.key(0), 1),
+    jax.tree.map(jnp.zeros_like, bilinear.solution),
+    checkpoints,
+    norm_cap=1e8,
+)
+residual, calls = out["recursive"]["residual"][0], out["recursive"]["calls"][0]
 print(
     "Halpern, recursive estimator: residual",
     np.round(residual[[0, -1]], 4),
@@ -272,4 +224,5 @@ print(
 
 # %% [markdown]
 # The full comparison with three seeds, the weak-Minty verdict and fitted slopes is the registered
-# experiment: `jaxlab run stochastic-vi --profile quick` (about a minute on a laptop CPU).
+# experiment's quick profile: `jaxlab run stochastic-vi --profile quick` (about a minute on a
+# laptop CPU).

@@ -713,6 +713,14 @@ TRANSFORM_CASES += [
         static={"compressor": _optim.rand_k(ratio=0.5), "seed": 7},
         distributed=True,
     ),
+    # The feedback-free baseline (jaxlab/optim/_problems.py): deterministic compressors only.
+    TransformCase(
+        name="compressed_gradient_descent_top_k",
+        factory=_optim.compressed_gradient_descent,
+        hyperparams={"learning_rate": 0.1},
+        static={"compressor": _optim.top_k(ratio=0.5)},
+        distributed=True,
+    ),
 ]
 
 
@@ -780,6 +788,34 @@ TRANSFORM_CASES += [
         factory=_optim.deva,
         hyperparams={"learning_rate": 0.05, "b1": 0.9, "b2": 0.99, "weight_decay": 0.0},
         static={**_DEVA_STATIC, "fallback": "deva_vector", "precondition_frequency": 2},
+    ),
+]
+
+
+# SOAP (jaxlab/optim/_soap.py), the deva experiment's baseline: 2-D leaves only, so the vector
+# leaf goes to DeVA-l-inf as in deva_vector_fallback (both jaxlab, strict promotion throughout).
+def _soap_network(learning_rate, b1, b2, eps, *, precondition_frequency, max_precond_dim):
+    matrix = optax.chain(
+        _optim.scale_by_soap(
+            b1,
+            b2,
+            eps,
+            precondition_frequency=precondition_frequency,
+            max_precond_dim=max_precond_dim,
+        ),
+        optax.scale_by_learning_rate(learning_rate),
+    )
+    return optax.partition(
+        {"deva": matrix, "fallback": _optim.deva_vector(learning_rate)}, _optim.deva_matrix_labels
+    )
+
+
+TRANSFORM_CASES += [
+    TransformCase(
+        name="soap_with_deva_vector_fallback",
+        factory=_soap_network,
+        hyperparams={"learning_rate": 0.05, "b1": 0.9, "b2": 0.99, "eps": 1e-8},
+        static={"precondition_frequency": 2, "max_precond_dim": 10000},
     ),
 ]
 

@@ -21,6 +21,10 @@ os.environ.setdefault(
     str(pathlib.Path(__file__).resolve().parent.parent / ".pytest_cache" / "jax-compilation"),
 )
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+# Executables are cached per device count: the notebook kernels (which read this variable) get
+# the same 8 simulated CPU devices as the test workers, so a notebook that reruns its
+# experiment's smoke profile hits the programs the experiment test compiled.
+os.environ.setdefault("JAX_NUM_CPU_DEVICES", "8")
 # Smoke-size runs are dominated by XLA compile time, not execution: LLVM's backend optimisation
 # level 0 compiles about 40% faster. Only the test suite sets it (experiments, notebooks run by
 # `make notebooks` and benchmarks compile at XLA's default level).

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from jaxlab import cli
-from jaxlab._src import experiments as registry
-from jaxlab._src import results, runner
+from jaxlab import experiments as registry
+from jaxlab._src import results
 
 CALLS = {"ok": 0, "bad": 0}
 
@@ -32,12 +32,13 @@ class _Config(registry.ExperimentConfig):
 
 
 def _ok(config, rng_key, progress):
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     CALLS["ok"] += 1
     x = jax.random.normal(rng_key, (config.n,))
     total = sum(progress.track(range(config.n), description="loop"))
-    fig, ax = plt.subplots()
+    fig = Figure()
+    ax = fig.subplots()
     ax.plot(np.asarray(x))
     return registry.Result(
         metrics={"x": x, "total": total, "nan": float("nan")},
@@ -62,17 +63,33 @@ def _interrupt(config, rng_key, progress):
     raise KeyboardInterrupt
 
 
+def _undecided(config, rng_key, progress):
+    return registry.Result(
+        metrics={},
+        parts=[
+            registry.check("holds", "1 > 0", 1 > 0),
+            registry.check("CI above 1", "CI [0.8, 1.3]", False, resolved=False),
+        ],
+    )
+
+
 @pytest.fixture
 def fake_experiments(monkeypatch):
     """Registers throw-away experiments and removes them afterwards."""
     registry._load_all()
-    added = {"zz-ok": _ok, "zz-failing": _failing, "zz-bad": _bad, "zz-interrupt": _interrupt}
+    added = {
+        "zz-ok": _ok,
+        "zz-failing": _failing,
+        "zz-bad": _bad,
+        "zz-interrupt": _interrupt,
+        "zz-undecided": _undecided,
+    }
     for name, fn in added.items():
         registry.register(name, config=_Config, claim=f"claim of {name}")(fn)
     CALLS.update(ok=0, bad=0)
     yield list(added)
     for name in added:
-        registry._REGISTRY.pop(name, None)
+        registry.REGISTRY.pop(name, None)
 
 
 def test_register_rejects_bad_names_and_configs():
@@ -111,8 +128,50 @@ def test_result_verdict_is_computed_from_parts():
     assert registry.Result({}, []).verdict()["status"] == "fail"
 
 
+def test_unresolved_parts_are_kept_apart_from_failures():
+    undecided = registry.unresolved("b", "bias under the noise")
+    assert undecided.status == "unresolved" and not undecided.passed
+    # resolved=False wins over the comparison: the measurement cannot decide.
+    assert registry.check("c", "m", True, resolved=False).status == "unresolved"
+    some = registry.Result({}, [registry.check("a", "m", True), undecided])
+    assert some.verdict()["status"] == "unresolved"
+    assert some.verdict()["reason"] == "unresolved at this scale: b"
+    both = registry.Result({}, [registry.check("a", "m", False), undecided])
+    assert both.verdict()["status"] == "fail"
+    assert both.verdict()["reason"] == "failed: a; unresolved at this scale: b"
+    with pytest.raises(ValueError, match="status"):
+        registry.Part("a", "m", "maybe")
+
+
+def test_report_counts_unresolved_apart(fake_experiments, tmp_path, capsys):
+    rc = cli.main(
+        [
+            "reproduce",
+            "zz-ok",
+            "zz-undecided",
+            "zz-failing",
+            "--profile",
+            "smoke",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    assert rc == 0
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "**unresolved**" in report
+    assert "1 pass, 1 fail, 1 unresolved (cannot be decided at this scale), 0 error" in report
+    assert "unresolved" in capsys.readouterr().out
+    # an unresolved result is a finished one: --resume keeps it
+    assert (
+        cli.main(
+            ["reproduce", "zz-undecided", "--profile", "smoke", "--out", str(tmp_path), "--resume"]
+        )
+        == 0
+    )
+
+
 def test_run_writes_result_json_and_figure(fake_experiments, tmp_path):
-    record = runner.run_experiment("zz-ok", profile="smoke", seed=3, out_dir=tmp_path)
+    record = registry.run_experiment("zz-ok", profile="smoke", seed=3, out_dir=tmp_path)
     stored = json.loads((tmp_path / "zz-ok" / "result.json").read_text())
     assert stored == json.loads(json.dumps(results.jsonable(record)))
     for key in (
@@ -142,8 +201,8 @@ def test_run_writes_result_json_and_figure(fake_experiments, tmp_path):
 
 
 def test_same_seed_same_result(fake_experiments, tmp_path):
-    a = runner.run_experiment("zz-ok", profile="smoke", seed=1, out_dir=tmp_path / "a")
-    b = runner.run_experiment("zz-ok", profile="smoke", seed=1, out_dir=tmp_path / "b")
+    a = registry.run_experiment("zz-ok", profile="smoke", seed=1, out_dir=tmp_path / "a")
+    b = registry.run_experiment("zz-ok", profile="smoke", seed=1, out_dir=tmp_path / "b")
     np.testing.assert_array_equal(np.asarray(a["metrics"]["x"]), np.asarray(b["metrics"]["x"]))
 
 
@@ -163,7 +222,7 @@ def test_error_is_recorded_and_others_still_run(fake_experiments, tmp_path, caps
     assert failing["verdict"]["status"] == "fail"
     report = (tmp_path / "REPORT.md").read_text()
     assert "| zz-bad |" in report and "| zz-ok |" in report and "**fail**" in report
-    assert "1 pass, 1 fail, 1 error, of 3 experiments" in report
+    assert "1 pass, 1 fail, 0 unresolved (cannot be decided at this scale), 1 error, of 3" in report
     assert "](zz-ok/trace.png)" in report
 
 
@@ -227,3 +286,40 @@ def test_atomic_write_never_leaves_partial_file(tmp_path, monkeypatch):
         results.atomic_write_text(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_src_never_imports_the_experiments_package():
+    import ast
+    import pathlib
+
+    import jaxlab._src
+
+    for path in pathlib.Path(jaxlab._src.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                imported = [node.module or ""]
+                if node.module == "jaxlab":
+                    imported += [f"jaxlab.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module":
+                imported = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            else:
+                continue
+            bad = [m for m in imported if m.startswith("jaxlab.experiments")]
+            assert not bad, f"{path.name}:{node.lineno} imports {bad}"
+
+
+def test_importing_the_experiments_leaves_the_matplotlib_backend_alone():
+    import subprocess
+    import sys
+
+    code = (
+        "import matplotlib; before = matplotlib.get_backend(); "
+        "import jaxlab.experiments as e; e.names(); "
+        "assert matplotlib.get_backend() == before, (before, matplotlib.get_backend()); "
+        "import sys; assert 'matplotlib.pyplot' not in sys.modules"
+    )
+    env = {"MPLBACKEND": "svg", "JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]

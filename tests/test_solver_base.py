@@ -1,6 +1,7 @@
 """The solver base: loops, the compiled-run cache and implicit differentiation."""
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -8,7 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlab._src.solver import IterativeSolver, OptStep, dense_tangent_solve, tree_l2_norm
+from jaxlab._src import solver as solver_base
+from jaxlab._src.solver import IterativeSolver, OptStep, tree_l2_norm
+from jaxlab.solvers import (
+    cg_tangent_solve,
+    default_tangent_solve,
+    dense_tangent_solve,
+    gmres_tangent_solve,
+)
 
 
 class _State(NamedTuple):
@@ -90,7 +98,80 @@ def test_dense_tangent_solve_on_a_pytree(x64):
     np.testing.assert_allclose(out["a"], (rhs["a"] - 0.75) / 2)
 
 
-@pytest.mark.parametrize("kwargs", [{"maxiter": 0}, {"maxiter": 2.5}, {"tol": -1.0}])
-def test_bad_settings_raise(kwargs):
-    with pytest.raises(ValueError, match=next(iter(kwargs))):
+@pytest.mark.parametrize(
+    "kwargs,error",
+    [
+        ({"maxiter": 0}, ValueError),
+        ({"maxiter": 2.5}, TypeError),  # jaxlab._src.validation: a float is not an int
+        ({"tol": -1.0}, ValueError),
+        ({"implicit_diff_solve": "gmres"}, TypeError),
+    ],
+)
+def test_bad_settings_raise(kwargs, error):
+    with pytest.raises(error, match=next(iter(kwargs))):
         _Ridge(**kwargs)
+
+
+def test_base_fields_are_keyword_only_so_subclass_fields_come_first():
+    with pytest.raises(TypeError):
+        IterativeSolver(100)  # maxiter is keyword-only
+    solver = _Ridge(0.2, maxiter=10)
+    assert (solver.stepsize, solver.maxiter, solver.implicit_diff_solve) == (0.2, 10, None)
+
+
+def _lam_gradient(solver):
+    matrix, target, lam = _problem()
+    return jax.grad(lambda lam: jnp.sum(solver.run(jnp.zeros(3), matrix, target, lam).params))(lam)
+
+
+@pytest.mark.parametrize(
+    "solve",
+    [
+        functools.partial(gmres_tangent_solve, tol=1e-12),
+        functools.partial(cg_tangent_solve, tol=1e-12),  # ∂₁F = AᵀA + λI is SPD
+    ],
+    ids=["gmres", "cg"],
+)
+def test_matrix_free_implicit_solves_equal_the_dense_one(x64, solve):
+    matrix, target, lam = _problem()
+    dense = _lam_gradient(_Ridge(maxiter=5000, tol=1e-13))
+    krylov = _lam_gradient(_Ridge(maxiter=5000, tol=1e-13, implicit_diff_solve=solve))
+    expected = jax.grad(lambda lam: jnp.sum(_closed_form(matrix, target, lam)))(lam)
+    np.testing.assert_allclose(dense, expected, rtol=1e-8)
+    np.testing.assert_allclose(krylov, dense, rtol=1e-8)
+
+
+def test_a_user_supplied_solve_is_used(x64):
+    calls = []
+
+    def solve(matvec, b):
+        calls.append(jax.tree.structure(b))
+        return dense_tangent_solve(matvec, b)
+
+    grad = _lam_gradient(_Ridge(maxiter=5000, tol=1e-13, implicit_diff_solve=solve))
+    assert calls, "implicit_diff_solve was not called"
+    np.testing.assert_allclose(grad, _lam_gradient(_Ridge(maxiter=5000, tol=1e-13)), rtol=1e-10)
+
+
+def test_default_solve_is_dense_when_small_and_gmres_above_the_threshold(x64, monkeypatch):
+    diagonal = jnp.arange(1.0, 1202.0)  # 1201 unknowns > DENSE_SOLVE_MAX_SIZE = 1000
+    rhs = {"a": jnp.ones(1200), "b": jnp.ones(1)}
+    scale = {"a": diagonal[:-1], "b": diagonal[-1:]}
+    matvec = lambda v: jax.tree.map(jnp.multiply, scale, v)  # noqa: E731
+    used = []
+    monkeypatch.setattr(
+        solver_base,
+        "gmres_tangent_solve",
+        lambda f, b: used.append("gmres") or gmres_tangent_solve(f, b, tol=1e-12),
+    )
+    monkeypatch.setattr(
+        solver_base,
+        "dense_tangent_solve",
+        lambda f, b: used.append("dense") or dense_tangent_solve(f, b),
+    )
+    out = default_tangent_solve(matvec, rhs)
+    np.testing.assert_allclose(out["a"], 1.0 / diagonal[:-1], rtol=1e-10)
+    np.testing.assert_allclose(out["b"], 1.0 / diagonal[-1:], rtol=1e-10)
+    small = default_tangent_solve(lambda v: 2.0 * v, jnp.ones(3))
+    np.testing.assert_allclose(small, 0.5)
+    assert used == ["gmres", "dense"]

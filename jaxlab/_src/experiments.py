@@ -19,18 +19,21 @@ An experiment module defines a frozen config dataclass with three profile constr
         ...
         return Result(metrics=..., parts=[check("half one", measured, passed)], figures=...)
 
-The verdict is computed from ``Result.parts``: ``pass`` only if every part passes. ``error`` is
+The verdict is computed from ``Result.parts``: ``pass`` only if every part passes, ``fail`` if
+one fails, ``unresolved`` when none fails but one cannot be decided at this scale. ``error`` is
 reserved for an experiment that raised (the runner sets it).
+
+This module holds the registry's data types and ``register``; discovery (importing every
+experiment module, ``names``, ``get``) lives in :mod:`jaxlab.experiments`, so nothing under
+``jaxlab._src`` imports the package above it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import importlib
 import inspect
-import pkgutil
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
@@ -38,6 +41,8 @@ import jax
 
 __all__ = [
     "PROFILES",
+    "REGISTRY",
+    "STATUSES",
     "Experiment",
     "ExperimentConfig",
     "NullProgress",
@@ -45,15 +50,17 @@ __all__ = [
     "Progress",
     "Result",
     "check",
-    "get",
-    "names",
     "register",
-    "unknown_name_message",
+    "unresolved",
+    "verdict_status",
 ]
 
 PROFILES = ("smoke", "quick", "full")
-# A part's or a verdict's status, from whether the measured comparison held.
-_STATUS = {True: "pass", False: "fail"}
+# A part's status. ``unresolved``: the measurement cannot decide at this scale (a confidence
+# interval that contains the threshold, a bias under the Monte Carlo noise). The notes' three-level
+# wording maps onto them: supported -> pass, not reproduced at this scale -> unresolved,
+# contradicted -> fail.
+STATUSES = ("pass", "unresolved", "fail")
 
 
 class ExperimentConfig:
@@ -87,47 +94,101 @@ class ExperimentConfig:
 
 @dataclasses.dataclass(frozen=True)
 class Part:
-    """One half (or third...) of a claim: what the paper says, what we measured, pass or fail.
+    """One half (or third...) of a claim: what the paper says, what we measured, and its status.
+
+    ``status`` is ``pass``, ``fail`` or ``unresolved`` (the measurement cannot decide at this
+    scale). Build parts with :func:`check` (and :func:`unresolved`) rather than by hand.
 
     Examples:
-      >>> Part("GD converges", "residual 1e-9", True).as_dict()["status"]
+      >>> Part("GD converges", "residual 1e-9", "pass").as_dict()["status"]
       'pass'
+      >>> Part("GD converges", "residual 1e-9", "pass").passed
+      True
     """
 
     claim: str
     measured: str
-    passed: bool
+    status: str
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
 
     def as_dict(self) -> dict[str, str]:
-        return {
-            "claim": self.claim,
-            "measured": self.measured,
-            "status": _STATUS[self.passed],
-        }
+        return {"claim": self.claim, "measured": self.measured, "status": self.status}
 
 
-def check(claim: str, measured: str, passed: Any) -> Part:
+def check(claim: str, measured: str, passed: Any, *, resolved: Any = True) -> Part:
     """Builds a verdict part from a measured comparison (``passed`` is cast with ``bool``).
+
+    Args:
+      claim: what the paper says (one half of its central claim).
+      measured: what was measured, with the numbers.
+      passed: whether the measured comparison held.
+      resolved: ``False`` when the measurement cannot decide at this scale (for example a
+        confidence interval that contains the threshold); the part is then ``unresolved``
+        whatever ``passed`` says.
 
     Examples:
       >>> ratio = 1.4
       >>> check("optimal step needs >= 1.25x fewer iterations", f"ratio {ratio:.2f}", ratio >= 1.25)
-      Part(claim='optimal step needs >= 1.25x fewer iterations', measured='ratio 1.40', passed=True)
+      ... # doctest: +NORMALIZE_WHITESPACE
+      Part(claim='optimal step needs >= 1.25x fewer iterations', measured='ratio 1.40',
+           status='pass')
+      >>> low, high = 0.9, 1.3  # a 95% interval around the measured ratio
+      >>> part = check("ratio >= 1.25", f"[{low}, {high}]", low >= 1.25,
+      ...              resolved=not low < 1.25 <= high)
+      >>> part.status
+      'unresolved'
     """
-    return Part(claim=claim, measured=measured, passed=bool(passed))
+    if not bool(resolved):
+        return Part(claim=claim, measured=measured, status="unresolved")
+    return Part(claim=claim, measured=measured, status="pass" if bool(passed) else "fail")
+
+
+def unresolved(claim: str, measured: str) -> Part:
+    """A part the measurement cannot decide at this scale (``check(..., resolved=False)``).
+
+    Examples:
+      >>> unresolved("bias falls as 1/N", "bias 0.04/N under Monte Carlo noise 1e-3").status
+      'unresolved'
+    """
+    return Part(claim=claim, measured=measured, status="unresolved")
+
+
+def verdict_status(statuses: Iterable[str]) -> str:
+    """``pass`` if every part passes, ``fail`` if any fails, else ``unresolved``.
+
+    Examples:
+      >>> verdict_status(["pass", "unresolved"]), verdict_status(["unresolved", "fail"])
+      ('unresolved', 'fail')
+    """
+    statuses = list(statuses)
+    if not statuses or "fail" in statuses:
+        return "fail"
+    return "pass" if all(s == "pass" for s in statuses) else "unresolved"
 
 
 @dataclasses.dataclass
 class Result:
     """What an experiment returns: metrics (JSON-able), verdict parts and matplotlib figures.
 
-    The verdict is ``pass`` only if every part passes; a result with no parts fails.
+    The verdict is ``pass`` only if every part passes, ``fail`` if any part fails, and
+    ``unresolved`` otherwise (no failure, but some part cannot be decided at this scale); a
+    result with no parts fails.
 
     Examples:
       >>> result = Result(metrics={"ratio": 1.4},
       ...                 parts=[check("a", "1.4 >= 1.25", True), check("b", "0.9 < 1", False)])
       >>> result.verdict()["status"]
       'fail'
+      >>> undecided = Result({}, [check("a", "1.4", True), unresolved("b", "CI [0.8, 1.2]")])
+      >>> undecided.verdict()["reason"]
+      'unresolved at this scale: b'
     """
 
     metrics: dict[str, Any]
@@ -138,13 +199,19 @@ class Result:
     def verdict(self) -> dict[str, Any]:
         if not self.parts:
             return {"status": "fail", "reason": "the experiment checked nothing", "parts": []}
-        passed = all(p.passed for p in self.parts)
-        failed = [p.claim for p in self.parts if not p.passed]
+        status = verdict_status(p.status for p in self.parts)
+        failed = [p.claim for p in self.parts if p.status == "fail"]
+        undecided = [p.claim for p in self.parts if p.status == "unresolved"]
+        explained = []
+        if failed:
+            explained.append("failed: " + "; ".join(failed))
+        if undecided:
+            explained.append("unresolved at this scale: " + "; ".join(undecided))
         reason = self.reason or (
-            "every part of the claim held" if passed else "failed: " + "; ".join(failed)
+            "every part of the claim held" if status == "pass" else "; ".join(explained)
         )
         return {
-            "status": _STATUS[passed],
+            "status": status,
             "reason": reason,
             "parts": [p.as_dict() for p in self.parts],
         }
@@ -181,6 +248,7 @@ class Experiment:
     """A registered experiment: name, claim, config class and run function.
 
     Examples:
+      >>> from jaxlab.experiments import get
       >>> experiment = get("error-feedback")
       >>> experiment.make_config("smoke") == experiment.config.smoke()
       True
@@ -211,8 +279,8 @@ class Experiment:
         return hashlib.sha256((__version__ + source).encode()).hexdigest()[:16]
 
 
-_REGISTRY: dict[str, Experiment] = {}
-_LOADED = False
+# name -> Experiment, filled by ``register`` as experiment modules are imported.
+REGISTRY: dict[str, Experiment] = {}
 
 
 def register(name: str, *, config: type, claim: str) -> Callable[[Callable], Callable]:
@@ -241,9 +309,9 @@ def register(name: str, *, config: type, claim: str) -> Callable[[Callable], Cal
       ... def run(config, rng_key, progress):
       ...     total = sum(progress.track(range(config.n)))
       ...     return Result({"total": total}, [check("sum", str(total), total == 3)])
-      >>> get("doc-example").run(Config.quick(), jax.random.key(0)).verdict()["status"]
+      >>> REGISTRY["doc-example"].run(Config.quick(), jax.random.key(0)).verdict()["status"]
       'pass'
-      >>> _ = _REGISTRY.pop("doc-example")  # keep the registry to jaxlab's own experiments
+      >>> _ = REGISTRY.pop("doc-example")  # keep the registry to jaxlab's own experiments
     """
     if not name or name != name.lower() or "_" in name or " " in name:
         raise ValueError(f"name must be lower-case and hyphenated, got {name!r}")
@@ -258,54 +326,10 @@ def register(name: str, *, config: type, claim: str) -> Callable[[Callable], Cal
         raise TypeError(f"config {config.__name__} must define classmethods {missing}")
 
     def decorator(fn: Callable) -> Callable:
-        existing = _REGISTRY.get(name)
+        existing = REGISTRY.get(name)
         if existing is not None and existing.module != fn.__module__:
             raise ValueError(f"experiment name {name!r} already registered by {existing.module}")
-        _REGISTRY[name] = Experiment(name, claim, config, fn, fn.__module__)
+        REGISTRY[name] = Experiment(name, claim, config, fn, fn.__module__)
         return fn
 
     return decorator
-
-
-def _load_all() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    import jaxlab.experiments as pkg
-
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{pkg.__name__}.{info.name}")
-    _LOADED = True
-
-
-def names() -> list[str]:
-    """Sorted names of all registered experiments.
-
-    Examples:
-      >>> "error-feedback" in names()
-      True
-    """
-    _load_all()
-    return sorted(_REGISTRY)
-
-
-def unknown_name_message(name: str) -> str:
-    close = difflib.get_close_matches(name, names(), n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    return f"unknown experiment {name!r}{hint} (`jaxlab list` shows all)"
-
-
-def get(name: str) -> Experiment:
-    """The registered experiment ``name``; ``KeyError`` with close matches otherwise.
-
-    Examples:
-      >>> get("error-feedbak")
-      Traceback (most recent call last):
-      ...
-      KeyError: "unknown experiment 'error-feedbak'; did you mean error-feedback? ..."
-    """
-    _load_all()
-    if name not in _REGISTRY:
-        raise KeyError(unknown_name_message(name))
-    return _REGISTRY[name]

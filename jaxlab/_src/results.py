@@ -9,6 +9,7 @@ import math
 import os
 import pathlib
 import subprocess
+import sys
 import tempfile
 from typing import Any
 
@@ -88,9 +89,11 @@ def git_commit() -> str:
 
 
 def save_figure(fig: Any, path: str | os.PathLike) -> None:
-    """Saves a matplotlib figure as PNG atomically and closes it."""
-    import matplotlib.pyplot as plt
+    """Saves a matplotlib figure as PNG atomically (and closes it if pyplot manages it).
 
+    Experiments build figures with ``matplotlib.figure.Figure``, which needs no backend and no
+    pyplot; a figure made through pyplot is closed here so pyplot releases it.
+    """
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
@@ -101,7 +104,9 @@ def save_figure(fig: Any, path: str | os.PathLike) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        plt.close(fig)
+        pyplot = sys.modules.get("matplotlib.pyplot")
+        if pyplot is not None:
+            pyplot.close(fig)
 
 
 def write_result(out_dir: str | os.PathLike, record: dict[str, Any]) -> pathlib.Path:
@@ -167,6 +172,7 @@ def write_report(out_dir: str | os.PathLike, records: list[dict[str, Any]]) -> p
     lines += [
         "",
         f"Summary: {statuses.count('pass')} pass, {statuses.count('fail')} fail, "
+        f"{statuses.count('unresolved')} unresolved (cannot be decided at this scale), "
         f"{statuses.count('error')} error, of {len(records)} experiments.",
         "",
     ]

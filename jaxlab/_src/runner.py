@@ -1,4 +1,9 @@
-"""Running registered experiments: one (``jaxlab run``) or many (``jaxlab reproduce``)."""
+"""Running experiments: one (``jaxlab run``) or many (``jaxlab reproduce``).
+
+The runner takes :class:`Experiment` objects; looking them up by name is the job of
+:mod:`jaxlab.experiments` (``get``, ``run_experiment``, ``reproduce``), so this module never
+imports the package above it.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import jax
 
 from jaxlab._src import experiments as registry
 from jaxlab._src import results
+from jaxlab._src.experiments import Experiment
 
 __all__ = ["RichProgress", "check_output_dir", "run_experiment", "reproduce"]
 
@@ -57,7 +63,7 @@ def _device_kind() -> str:
 
 
 def run_experiment(
-    name: str,
+    experiment: Experiment,
     *,
     profile: str = "quick",
     seed: int = 0,
@@ -71,7 +77,7 @@ def run_experiment(
     """
     from jaxlab import __version__
 
-    experiment = registry.get(name)
+    name = experiment.name
     config = experiment.make_config(profile)
     exp_dir = pathlib.Path(out_dir) / name
     record: dict[str, Any] = {
@@ -119,16 +125,16 @@ def run_experiment(
     return record
 
 
-def _is_current(record: dict[str, Any] | None, name: str, profile: str) -> bool:
+def _is_current(record: dict[str, Any] | None, experiment: Experiment, profile: str) -> bool:
     if record is None or record.get("profile") != profile:
         return False
-    if record.get("verdict", {}).get("status") not in ("pass", "fail"):
+    if record.get("verdict", {}).get("status") not in registry.STATUSES:
         return False
-    return record.get("code_version") == registry.get(name).code_version()
+    return record.get("code_version") == experiment.code_version()
 
 
 def reproduce(
-    selected: list[str] | None = None,
+    experiments: list[Experiment],
     *,
     profile: str = "quick",
     seed: int = 0,
@@ -136,7 +142,7 @@ def reproduce(
     resume: bool = False,
     console: Any = None,
 ) -> list[dict[str, Any]]:
-    """Runs the selected (default: all) experiments with a progress bar and writes REPORT.md.
+    """Runs ``experiments`` in order with a progress bar and writes REPORT.md.
 
     With ``resume``, experiments whose stored result matches the profile and code version are
     kept as they are. Interrupting leaves every finished result and a report of them in place.
@@ -151,7 +157,6 @@ def reproduce(
     )
 
     console = console or Console(stderr=True)
-    names = selected or registry.names()
     records: list[dict[str, Any]] = []
     columns = (
         TextColumn("{task.description}"),
@@ -161,16 +166,17 @@ def reproduce(
     )
     try:
         with Progress(*columns, console=console, transient=False) as bar:
-            overall = bar.add_task("experiments", total=len(names))
-            for name in names:
+            overall = bar.add_task("experiments", total=len(experiments))
+            for experiment in experiments:
+                name = experiment.name
                 stored = results.read_result(out_dir, name)
-                if resume and _is_current(stored, name, profile):
+                if resume and _is_current(stored, experiment, profile):
                     records.append(stored)
                     bar.console.log(f"{name}: kept stored {profile} result (--resume)")
                 else:
                     bar.update(overall, description=f"experiments: {name}")
                     record = run_experiment(
-                        name,
+                        experiment,
                         profile=profile,
                         seed=seed,
                         out_dir=out_dir,

@@ -28,6 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab._src import validation
+
 __all__ = [
     "check_column_stochastic",
     "check_jointly_strongly_connected",
@@ -46,25 +48,13 @@ __all__ = [
 _SUM_ATOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
 
 
-def _is_concrete(x: Any) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
-def _check_num_agents(num_agents: Any) -> int:
-    if isinstance(num_agents, bool) or not isinstance(num_agents, int | np.integer):
-        raise TypeError(f"num_agents must be an int, got {num_agents!r}")
-    if num_agents < 1:
-        raise ValueError(f"num_agents must be >= 1, got {num_agents}")
-    return int(num_agents)
-
-
 def _check_adjacency(adjacency: Any, name: str = "adjacency") -> jax.Array:
     adjacency = jnp.asarray(adjacency)
     if adjacency.ndim != 2 or adjacency.shape[0] != adjacency.shape[1]:
         raise ValueError(f"{name} must be a square (n, n) matrix, got shape {adjacency.shape}")
     if adjacency.dtype != jnp.bool_:
         raise TypeError(f"{name} must be boolean (adj[i, j]: edge j -> i), got {adjacency.dtype}")
-    if _is_concrete(adjacency) and not bool(np.all(np.diagonal(np.asarray(adjacency)))):
+    if validation.is_concrete(adjacency) and not bool(np.all(np.diagonal(np.asarray(adjacency)))):
         missing = np.flatnonzero(~np.diagonal(np.asarray(adjacency))).tolist()
         raise ValueError(
             f"{name} must have every self-loop adj[i, i]; missing for agents {missing}"
@@ -94,7 +84,7 @@ def directed_ring(num_agents: int) -> jax.Array:
       Nedić & Olshevsky, "Distributed optimization over time-varying directed graphs", IEEE TAC
       2015 (rings as the sparsest strongly connected digraphs).
     """
-    n = _check_num_agents(num_agents)
+    n = validation.check_int(num_agents, "num_agents", minimum=1)
     index = jnp.arange(n)
     return (index[:, None] == index[None, :]) | (index[:, None] == (index[None, :] + 1) % n)
 
@@ -131,7 +121,7 @@ def exponential_graph(num_agents: int, *, step: Any = None) -> jax.Array:
       Ying, Yuan, Chen, Hu, Pan & Yin, "Exponential graph is provably efficient for decentralized
       deep training", NeurIPS 2021.
     """
-    n = _check_num_agents(num_agents)
+    n = validation.check_int(num_agents, "num_agents", minimum=1)
     index = jnp.arange(n)
     diff = (index[:, None] - index[None, :]) % n  # i - j: the hop of edge j -> i
     hops = [2**m for m in range(max(1, math.ceil(math.log2(n))))] if n > 1 else [1]
@@ -181,17 +171,15 @@ def time_varying_digraph(
       >>> time_varying_digraph(jax.random.key(0), 5, extra_edge_prob=1.5)
       Traceback (most recent call last):
       ...
-      ValueError: extra_edge_prob must be in [0, 1], got 1.5
+      ValueError: extra_edge_prob must be finite and in [0.0, 1.0], got 1.5
 
     References:
       Ma, Wang, Yao, Zhang, "FAB: A First-Order AB-based Gradient Algorithm for Distributed
       Bilevel Optimization over Time-Varying Directed Graphs", ICML 2026 (arXiv 2605.06328).
     """
-    n = _check_num_agents(num_agents)
-    if _is_concrete(extra_edge_prob) and not 0.0 <= float(extra_edge_prob) <= 1.0:
-        raise ValueError(f"extra_edge_prob must be in [0, 1], got {extra_edge_prob}")
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ValueError(f"window must be an int >= 1, got {window!r}")
+    n = validation.check_int(num_agents, "num_agents", minimum=1)
+    validation.check_probability(extra_edge_prob, "extra_edge_prob")
+    window = validation.check_int(window, "window", minimum=1)
     index = jnp.arange(n)
     ring = index[:, None] == (index[None, :] + 1) % n  # edge j -> j + 1
     if window > 1:
@@ -305,7 +293,7 @@ def metropolis_weights(adjacency: Any) -> jax.Array:
       Parallel Distrib. Comput. 2007.
     """
     adjacency = _check_adjacency(adjacency)
-    if _is_concrete(adjacency) and not bool(jnp.array_equal(adjacency, adjacency.T)):
+    if validation.is_concrete(adjacency) and not bool(jnp.array_equal(adjacency, adjacency.T)):
         raise ValueError("adjacency must be symmetric for metropolis_weights; pass adj | adj.T")
     n = adjacency.shape[0]
     eye = jnp.eye(n, dtype=bool)
@@ -316,12 +304,14 @@ def metropolis_weights(adjacency: Any) -> jax.Array:
 
 
 def _check_stochastic(matrix: Any, axis: int, what: str, name: str, atol: float | None) -> Any:
+    if atol is not None:
+        atol = validation.check_nonnegative(atol, "atol")
     matrix = jnp.asarray(matrix)
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
         raise ValueError(f"{name} must be a square (n, n) matrix, got shape {matrix.shape}")
     if not jnp.issubdtype(matrix.dtype, jnp.floating):
         raise TypeError(f"{name} must be a float matrix, got {matrix.dtype}")
-    if not _is_concrete(matrix):
+    if not validation.is_concrete(matrix):
         return matrix
     values = np.asarray(matrix)
     tol = _SUM_ATOL.get(values.dtype, 1e-5) if atol is None else atol
@@ -400,8 +390,7 @@ def sample_graph_sequence(
       >>> seq.shape, [int(g.sum()) for g in seq]
       ((3, 8, 8), [16, 16, 16])
     """
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-        raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
+    num_steps = validation.check_int(num_steps, "num_steps", minimum=1)
     steps = jnp.arange(num_steps)
     keys = jax.vmap(lambda k: jax.random.fold_in(rng_key, k))(steps)
     return jax.vmap(graph_fn)(keys, steps)
@@ -447,8 +436,7 @@ of steps [1, 2) is not strongly connected
     if adjacencies.dtype != np.bool_:
         raise TypeError(f"adjacencies must be boolean, got {adjacencies.dtype}")
     num_steps = adjacencies.shape[0]
-    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= num_steps:
-        raise ValueError(f"window must be an int in [1, {num_steps}] (K), got {window!r}")
+    window = validation.check_int(window, "window", minimum=1, maximum=num_steps)
     for start in range(num_steps - window + 1):
         union = adjacencies[start : start + window].any(axis=0)
         if not _strongly_connected(union):

@@ -22,6 +22,8 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from jaxlab._src import validation
+
 __all__ = ["launch"]
 
 # Seconds a child that already sent its result gets to exit by itself before it is killed.
@@ -226,18 +228,9 @@ def launch(
         payload = pickle.dumps((fn, args))
     except Exception as error:
         raise TypeError(f"args must be picklable to reach the spawned processes: {error}") from None
-    if isinstance(num_processes, bool) or not isinstance(num_processes, int):
-        raise TypeError(f"num_processes must be an int, got {num_processes!r}")
-    if num_processes < 1:
-        raise ValueError(f"num_processes must be >= 1, got {num_processes}")
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
-    if not 0 < timeout < math.inf:
-        raise ValueError(f"timeout must be in (0, inf) seconds, got {timeout}")
-    if isinstance(local_device_count, bool) or not isinstance(local_device_count, int):
-        raise TypeError(f"local_device_count must be an int, got {local_device_count!r}")
-    if local_device_count < 1:
-        raise ValueError(f"local_device_count must be >= 1, got {local_device_count}")
+    num_processes = validation.check_int(num_processes, "num_processes", minimum=1)
+    validation.check_positive(timeout, "timeout")  # seconds; finite (inf and nan rejected)
+    local_device_count = validation.check_int(local_device_count, "local_device_count", minimum=1)
     jax_config = dict(jax_config or {})
     if not all(isinstance(name, str) for name in jax_config):
         raise TypeError(f"jax_config keys must be JAX option names, got {list(jax_config)!r}")

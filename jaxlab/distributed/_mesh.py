@@ -21,6 +21,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxlab._src import validation
+
 __all__ = [
     "make_mesh",
     "worker_mesh",
@@ -29,10 +31,6 @@ __all__ = [
     "process_local_to_global",
     "global_to_process_local",
 ]
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
 def make_mesh(
@@ -81,12 +79,10 @@ def make_mesh(
     """
     if isinstance(axis_shapes, str | bytes) or not isinstance(axis_shapes, Sequence):
         raise TypeError(f"axis_shapes must be a sequence of ints, got {axis_shapes!r}")
-    if not all(_is_int(s) for s in axis_shapes):
-        raise TypeError(f"axis_shapes must be a sequence of ints, got {axis_shapes!r}")
+    for i, s in enumerate(axis_shapes):
+        validation.check_int(s, f"axis_shapes[{i}]", minimum=1)
     if len(axis_shapes) == 0:
         raise ValueError("axis_shapes must have at least one axis, got ()")
-    if any(s < 1 for s in axis_shapes):
-        raise ValueError(f"axis_shapes entries must be >= 1, got {tuple(axis_shapes)}")
     if isinstance(axis_names, str) or not isinstance(axis_names, Sequence):
         raise TypeError(
             f"axis_names must be a sequence of strings (e.g. ('workers',)), got {axis_names!r}"
@@ -152,12 +148,7 @@ def worker_mesh(num_workers: int | None = None, axis_name: str = "workers") -> M
     available = jax.device_count()
     if num_workers is None:
         num_workers = available
-    if not _is_int(num_workers):
-        raise TypeError(f"num_workers must be an int or None, got {num_workers!r}")
-    if not 1 <= num_workers <= available:
-        raise ValueError(
-            f"num_workers must be in [1, {available}] (the device count), got {num_workers}"
-        )
+    num_workers = validation.check_int(num_workers, "num_workers", minimum=1, maximum=available)
     if not isinstance(axis_name, str) or not axis_name:
         raise TypeError(f"axis_name must be a non-empty string, got {axis_name!r}")
     return make_mesh((int(num_workers),), (axis_name,))

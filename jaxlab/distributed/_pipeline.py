@@ -39,6 +39,8 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxlab._src.sharding import mark_varying
+
 __all__ = [
     "PipelineResult",
     "Schedule",
@@ -216,25 +218,6 @@ def _place(mesh, axis_name, stage_params, inputs, targets):
     return stage_params, inputs, targets
 
 
-def _varying_axes(x: Any) -> frozenset:
-    aval = jax.typeof(x)
-    manual = getattr(aval, "manual_axis_type", None)  # jax >= 0.10
-    if manual is not None:
-        return frozenset(manual.varying)
-    return frozenset(getattr(aval, "vma", frozenset()))
-
-
-def _varying(tree, axis_name):
-    """Types every leaf as varying over the stage axis (a scan carry's type must not change)."""
-
-    def cast(leaf):
-        if axis_name in _varying_axes(leaf):
-            return leaf
-        return jax.lax.pcast(leaf, (axis_name,), to="varying")
-
-    return jax.tree.map(cast, tree)
-
-
 def pipedream_2bw_train(
     stage_params: Any,
     tx: optax.GradientTransformation,
@@ -313,10 +296,10 @@ def pipedream_2bw_train(
         params = jax.tree.map(lambda x: x[0], params)
         s = jax.lax.axis_index(axis_name)
         is_last = s == S - 1
-        zero_h = _varying(jnp.zeros_like(xs[0]), axis_name)
+        zero_h = mark_varying(jnp.zeros_like(xs[0]), axis_name)
         carry = {
             "versions": jax.tree.map(lambda x: jnp.stack([x, x]), params),  # x_{-1}, x_0
-            "opt_state": _varying(tx.init(params), axis_name),
+            "opt_state": mark_varying(tx.init(params), axis_name),
             "grad": optax.tree.zeros_like(params),
             "stash": jnp.broadcast_to(jnp.expand_dims(zero_h, 0), (ring, *zero_h.shape)),
             "h": zero_h,  # activation arriving from stage s - 1
@@ -455,7 +438,7 @@ def gpipe_train(
         def minibatch(carry, batch):
             params, opt_state = carry
             xs, ys = batch
-            zero_h = _varying(jnp.zeros_like(xs[0]), axis_name)
+            zero_h = mark_varying(jnp.zeros_like(xs[0]), axis_name)
 
             def forward_tick(c_carry, c):
                 h, stash = c_carry
@@ -489,7 +472,7 @@ def gpipe_train(
             return (params, opt_state), (params, busy)
 
         (final, _), (trajectory, busy) = jax.lax.scan(
-            minibatch, (params, _varying(tx.init(params), axis_name)), (xs_all, ys_all)
+            minibatch, (params, mark_varying(tx.init(params), axis_name)), (xs_all, ys_all)
         )
         busy = jnp.reshape(busy, (-1,))  # forward ticks then backward ticks, per minibatch
         return (

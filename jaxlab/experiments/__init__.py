@@ -1,10 +1,23 @@
 """The registered reproductions, one module per paper claim.
 
-Importing a module registers its experiment; ``jaxlab.experiments.get(name)`` loads them all.
+Importing a module registers its experiment; :func:`names` and :func:`get` import them all
+first (every module of this package whose name does not start with ``_``). :func:`run_experiment`
+and :func:`reproduce` look experiments up by name and hand them to the runner.
 """
 
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import pkgutil
+from typing import Any
+
+from jaxlab._src import runner as _runner
 from jaxlab._src.experiments import (
     PROFILES,
+    REGISTRY,
+    STATUSES,
     Experiment,
     ExperimentConfig,
     NullProgress,
@@ -12,13 +25,14 @@ from jaxlab._src.experiments import (
     Progress,
     Result,
     check,
-    get,
-    names,
     register,
+    unresolved,
+    verdict_status,
 )
 
 __all__ = [
     "PROFILES",
+    "STATUSES",
     "Experiment",
     "ExperimentConfig",
     "NullProgress",
@@ -29,4 +43,112 @@ __all__ = [
     "get",
     "names",
     "register",
+    "reproduce",
+    "run_experiment",
+    "unknown_name_message",
+    "unresolved",
+    "verdict_status",
 ]
+
+_LOADED = False
+
+
+def _load_all() -> None:
+    """Imports every experiment module of this package once (each registers itself)."""
+    global _LOADED
+    if _LOADED:
+        return
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+    _LOADED = True
+
+
+def names() -> list[str]:
+    """Sorted names of all registered experiments.
+
+    Examples:
+      >>> "error-feedback" in names()
+      True
+    """
+    _load_all()
+    return sorted(REGISTRY)
+
+
+def unknown_name_message(name: str) -> str:
+    """The error text for an unknown experiment name, with close matches.
+
+    Examples:
+      >>> unknown_name_message("mmfdl")
+      "unknown experiment 'mmfdl'; did you mean mmfld? (`jaxlab list` shows all)"
+    """
+    close = difflib.get_close_matches(name, names(), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return f"unknown experiment {name!r}{hint} (`jaxlab list` shows all)"
+
+
+def get(name: str) -> Experiment:
+    """The registered experiment ``name``; ``KeyError`` with close matches otherwise.
+
+    Examples:
+      >>> get("error-feedbak")
+      Traceback (most recent call last):
+      ...
+      KeyError: "unknown experiment 'error-feedbak'; did you mean error-feedback? ..."
+    """
+    _load_all()
+    if name not in REGISTRY:
+        raise KeyError(unknown_name_message(name))
+    return REGISTRY[name]
+
+
+def run_experiment(
+    name: str,
+    *,
+    profile: str = "quick",
+    seed: int = 0,
+    out_dir: str | os.PathLike = "results",
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Runs the experiment ``name``, writes its ``result.json`` and figures, returns the record.
+
+    An experiment that raises is recorded with status ``error`` (traceback saved beside it).
+
+    Examples:
+      >>> import tempfile
+      >>> record = run_experiment("fab-hyperparameter", profile="smoke", out_dir=tempfile.mkdtemp())
+      >>> record["verdict"]["status"] in STATUSES
+      True
+    """
+    return _runner.run_experiment(
+        get(name), profile=profile, seed=seed, out_dir=out_dir, progress=progress
+    )
+
+
+def reproduce(
+    selected: list[str] | None = None,
+    *,
+    profile: str = "quick",
+    seed: int = 0,
+    out_dir: str | os.PathLike = "results",
+    resume: bool = False,
+    console: Any = None,
+) -> list[dict[str, Any]]:
+    """Runs the selected (default: all) experiments with a progress bar and writes REPORT.md.
+
+    With ``resume``, experiments whose stored result matches the profile and code version are
+    kept as they are.
+
+    Examples:
+      >>> import tempfile, io
+      >>> from rich.console import Console
+      >>> out = tempfile.mkdtemp()
+      >>> records = reproduce(["fab-hyperparameter"], profile="smoke", out_dir=out,
+      ...                     console=Console(file=io.StringIO()))
+      >>> [r["name"] for r in records], os.path.exists(os.path.join(out, "REPORT.md"))
+      (['fab-hyperparameter'], True)
+    """
+    experiments = [get(name) for name in (selected or names())]
+    return _runner.reproduce(
+        experiments, profile=profile, seed=seed, out_dir=out_dir, resume=resume, console=console
+    )

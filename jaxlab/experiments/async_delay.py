@@ -37,15 +37,23 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
+from matplotlib.figure import Figure
 
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab._src.threads import single_threaded_blas
 from jaxlab.distributed import pipeline_schedule
-from jaxlab.nn import GPTConfig, SimpleGPT, language_model_loss
-from jaxlab.nn._text import sample_batch, split_corpus
-from jaxlab.optim import delayed, deva
+from jaxlab.nn import (
+    GPTConfig,
+    SimpleGPT,
+    language_model_loss,
+    markov_language,
+    sample_batch,
+    scan_train,
+    split_corpus,
+)
+from jaxlab.optim import delayed, deva, is_hidden_matrix
 
-__all__ = ["AsyncDelayConfig", "markov_language", "run"]
+__all__ = ["AsyncDelayConfig", "run"]
 
 CLAIM = (
     "Zmushko et al. (ICML 2026): with a one-step gradient delay (PipeDream-2BW asynchronous "
@@ -53,9 +61,6 @@ CLAIM = (
     "for Muon (0.012); an error-feedback-style delay correction recovers 50-90 % of the "
     "remaining gap."
 )
-
-# Path fragments of the parameters Muon and DeVA leave to AdamW (SimpleGPT names them so).
-_NON_HIDDEN = ("embedding", "head")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,61 +133,6 @@ class AsyncDelayConfig(ExperimentConfig):
         )
 
 
-def markov_language(
-    vocab_size: int, branching: int, num_tokens: int, seed: int = 0
-) -> tuple[np.ndarray, float]:
-    """A token stream from a fixed random sparse order-2 Markov chain, and its entropy rate.
-
-    For each context ``(a, b)`` the next token is one of ``branching`` distinct tokens drawn
-    uniformly, with probabilities from a ``Dirichlet(1, …, 1)``. The entropy rate
-    ``H = Σ_{a,b} π(a,b) H(P(·|a,b))`` is estimated with the empirical context frequencies of the
-    stream: it is the lowest loss (nats/token) any model can reach.
-
-    Args:
-      vocab_size: ``V >= 2``.
-      branching: candidates per context, in ``[1, V]``.
-      num_tokens: stream length, ``>= 3``.
-      seed: numpy seed of the chain and the stream.
-
-    Returns:
-      ``(tokens, entropy_rate)``: a ``uint8``/``int32`` array and a float.
-
-    Examples:
-      >>> tokens, entropy = markov_language(16, 2, 5000)
-      >>> tokens.shape, 0.0 < entropy < float(np.log(2))
-      ((5000,), True)
-    """
-    if vocab_size < 2 or not 1 <= branching <= vocab_size or num_tokens < 3:
-        raise ValueError(
-            f"need vocab_size >= 2, 1 <= branching <= vocab_size and num_tokens >= 3, got "
-            f"{vocab_size}, {branching}, {num_tokens}"
-        )
-    rng = np.random.default_rng(seed)
-    contexts = vocab_size * vocab_size
-    candidates = np.stack(
-        [rng.choice(vocab_size, branching, replace=False) for _ in range(contexts)]
-    )
-    probs = rng.dirichlet(np.ones(branching), size=contexts)
-    cumulative = np.cumsum(probs, axis=1)
-    uniforms = rng.random(num_tokens)
-    tokens = np.empty(num_tokens, np.int64)
-    tokens[:2] = rng.integers(0, vocab_size, 2)
-    counts = np.zeros(contexts)
-    for i in range(2, num_tokens):
-        context = tokens[i - 2] * vocab_size + tokens[i - 1]
-        counts[context] += 1
-        choice = min(int(np.searchsorted(cumulative[context], uniforms[i])), branching - 1)
-        tokens[i] = candidates[context, choice]
-    entropies = -np.sum(probs * np.log(probs), axis=1)
-    entropy_rate = float(np.sum(counts * entropies) / counts.sum())
-    return tokens.astype(np.int32), entropy_rate
-
-
-def _is_hidden_matrix(path, leaf) -> bool:
-    names = jax.tree_util.keystr(path).lower()
-    return jnp.ndim(leaf) == 2 and not any(key in names for key in _NON_HIDDEN)
-
-
 def _make_optimizer(name: str, schedule) -> optax.GradientTransformation:
     if name in ("adamw", "adamw_b0.95"):
         b1 = 0.9 if name == "adamw" else 0.95
@@ -192,7 +142,7 @@ def _make_optimizer(name: str, schedule) -> optax.GradientTransformation:
         def dimension_numbers(params):
             return jax.tree_util.tree_map_with_path(
                 lambda path, leaf: (
-                    optax.contrib.MuonDimensionNumbers() if _is_hidden_matrix(path, leaf) else None
+                    optax.contrib.MuonDimensionNumbers() if is_hidden_matrix(path, leaf) else None
                 ),
                 params,
             )
@@ -207,7 +157,7 @@ def _make_optimizer(name: str, schedule) -> optax.GradientTransformation:
             consistent_rms=0.2,
         )
     if name == "deva":
-        return deva(schedule, matrix_filter=_is_hidden_matrix)
+        return deva(schedule)  # its default routing: is_hidden_matrix
     raise ValueError(f"unknown optimizer {name!r}; known: adamw, adamw_b0.95, muon, deva")
 
 
@@ -243,23 +193,16 @@ def _train_arm(
         )
         batch_key = jax.random.fold_in(jax.random.key(1), seed_index)
 
-        def loss_fn(p, tokens, targets):
-            return language_model_loss(nnx.merge(graphdef, p), tokens, targets)
+        def loss_fn(p, batch):
+            return language_model_loss(nnx.merge(graphdef, p), *batch)
 
-        def step(carry, step_id):
-            p, state = carry
-            tokens, targets = sample_batch(
-                jax.random.fold_in(batch_key, step_id), train, config.batch_size, config.seq_len
-            )
-            loss, grads = jax.value_and_grad(loss_fn)(p, tokens, targets)
-            updates, state = tx.update(grads, state, p)
-            return (optax.apply_updates(p, updates), state), loss
+        def batches(step_id):
+            key = jax.random.fold_in(batch_key, step_id)
+            return sample_batch(key, train, config.batch_size, config.seq_len)
 
-        (params, _), losses = jax.lax.scan(
-            step, (params, tx.init(params)), jnp.arange(config.steps)
-        )
-        held_out = jax.lax.map(lambda b: loss_fn(params, *b), eval_windows)
-        return jnp.mean(held_out), losses
+        result = scan_train(loss_fn, params, tx, batches, config.steps)
+        held_out = jax.lax.map(lambda b: loss_fn(result.params, b), eval_windows)
+        return jnp.mean(held_out), result.losses
 
     if name in _SEQUENTIAL_LANES:
         # One lane after another inside one jit: DeVA's eigh/QR refresh stays behind a real
@@ -302,10 +245,9 @@ def _summaries(final: dict, config: AsyncDelayConfig, names: tuple[str, ...]) ->
 
 
 def _figures(summary: dict, curves: dict, config: AsyncDelayConfig, entropy: float):
-    import matplotlib.pyplot as plt
-
     names = list(summary)
-    fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3.2), squeeze=False)
+    fig = Figure(figsize=(3.6 * len(names), 3.2))
+    axes = fig.subplots(1, len(names), squeeze=False)
     styles = {"sync": "-o", "sync+corr": ":o", "delayed": "-s", "delayed+corr": "--^"}
     for ax, name in zip(axes[0], names, strict=True):
         for mode, style in styles.items():
@@ -319,7 +261,8 @@ def _figures(summary: dict, curves: dict, config: AsyncDelayConfig, entropy: flo
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
 
-    fig2, axes2 = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3.2), squeeze=False)
+    fig2 = Figure(figsize=(3.6 * len(names), 3.2))
+    axes2 = fig2.subplots(1, len(names), squeeze=False)
     window = max(1, config.steps // 30)
     for ax, name in zip(axes2[0], names, strict=True):
         i = config.learning_rates.index(summary[name]["best_delayed_lr"])

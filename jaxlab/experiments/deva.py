@@ -21,8 +21,8 @@ Two measurements, the note's rule (``notes/deva.md``):
     6.6 % fewer tokens than Muon at 275M parameters). The note expects only a noisy ordering on
     a tiny CPU model.
 
-SOAP is DeVA-S∞'s eigenbasis bookkeeping with Adam's step (a private jaxlab port). The paper's
-blockwise-smoothness diagnostic is not computed.
+SOAP is DeVA-S∞'s eigenbasis bookkeeping with Adam's step (:func:`jaxlab.optim.scale_by_soap`).
+The paper's blockwise-smoothness diagnostic is not computed.
 """
 
 from __future__ import annotations
@@ -37,14 +37,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
+from matplotlib.figure import Figure
 
 from jaxlab import nn as jnn
 from jaxlab import optim
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab._src.threads import single_threaded_blas
-from jaxlab.optim._deva import _scale_by_soap
+from jaxlab.optim import quadratic_toy_hessian
 
-__all__ = ["DevaConfig", "quadratic_toy_hessian", "run"]
+__all__ = ["DevaConfig", "run", "steps_to_reach", "trailing_mean"]
 
 CLAIM = (
     "Song et al. (ICML 2026): decoupling Adam's variance adaptation from its sign direction and "
@@ -150,40 +151,6 @@ class DevaConfig(ExperimentConfig):
 # (a) The quadratic toy.
 
 
-def quadratic_toy_hessian(rng_key: jax.Array, eigenvalues) -> jax.Array:
-    """The toy's block-diagonal Hessian ``H = diag(Q_k diag(e_k) Q_kᵀ)``, ``k = 1..K``.
-
-    ``Q_k`` holds the eigenvectors of ``A_kA_kᵀ`` for ``A_k ~ N(0, 1)^{b×b}`` with column signs
-    chosen so that ``diag(Q_k) >= 0``, so block ``k`` has eigenvalues ``e_k`` exactly.
-
-    Args:
-      rng_key: a ``jax.random`` key.
-      eigenvalues: ``(K, b)`` block eigenvalues.
-
-    Returns:
-      ``H``, ``(K·b, K·b)``.
-
-    Examples:
-      >>> import jax, jax.numpy as jnp
-      >>> h = quadratic_toy_hessian(jax.random.key(0), [[1.0, 2.0, 3.0], [99.0, 100.0, 101.0]])
-      >>> jnp.linalg.eigvalsh(h).round(3).tolist()
-      [1.0, 2.0, 3.0, 99.0, 100.0, 101.0]
-    """
-    eigenvalues = jnp.asarray(eigenvalues, jnp.float32)
-    if eigenvalues.ndim != 2:
-        raise ValueError(f"eigenvalues must be (blocks, size), got shape {eigenvalues.shape}")
-    num_blocks, size = eigenvalues.shape
-
-    def block(key, e):
-        a = jax.random.normal(key, (size, size), jnp.float32)
-        _, q = jnp.linalg.eigh(a @ a.T)
-        q = q * jnp.where(jnp.diagonal(q) >= 0, 1.0, -1.0)[None, :]
-        return (q * e[None, :]) @ q.T
-
-    blocks = jax.vmap(block)(jax.random.split(rng_key, num_blocks), eigenvalues)
-    return jax.scipy.linalg.block_diag(*blocks)
-
-
 def _toy_schedule(peak: float, steps: int) -> optax.Schedule:
     half = steps // 2
     return optax.join_schedules(
@@ -191,18 +158,20 @@ def _toy_schedule(peak: float, steps: int) -> optax.Schedule:
     )
 
 
-def _toy_transform(method: str, config: DevaConfig) -> optax.GradientTransformation:
-    lr = _toy_schedule(config.toy_lr, config.toy_steps)
+def _toy_transform(method: str, config: DevaConfig, peak_lr, gd_lr) -> optax.GradientTransformation:
+    """``method``'s transform; the peak lrs may be traced (one compile for any lr)."""
+    lr = _toy_schedule(peak_lr, config.toy_steps)
     b2, freq = config.toy_b2, config.toy_frequency
     if method == "gd":
-        return optax.sgd(_toy_schedule(config.toy_gd_lr, config.toy_steps))
+        return optax.sgd(_toy_schedule(gd_lr, config.toy_steps))
     if method == "adam":
         return optax.adam(lr, b1=0.0, b2=b2)
     if method == "muon":
         return optax.contrib.muon(lr, beta=0.0)
     if method == "soap":
         return optax.chain(
-            _scale_by_soap(0.0, b2, precondition_frequency=freq), optax.scale_by_learning_rate(lr)
+            optim.scale_by_soap(0.0, b2, precondition_frequency=freq),
+            optax.scale_by_learning_rate(lr),
         )
     if method == "deva_vector":
         return optim.deva_vector(lr, b1=0.0, b2=b2)
@@ -219,11 +188,11 @@ def _toy_runs(method: str, config: DevaConfig, keys, eigenvalues, squared) -> np
 
     ``eigenvalues`` is ``(problems, K, b)`` and ``squared`` ``(problems,)`` (1.0: squared loss).
     """
-    tx = _toy_transform(method, config)
     dim = int(np.prod(np.shape(eigenvalues)[1:]))
     batch = config.toy_batch
 
-    def one(key, eig, sq):
+    def one(key, eig, sq, peak_lr, gd_lr):
+        tx = _toy_transform(method, config, peak_lr, gd_lr)
         h_key, x_key, sample_key = jax.random.split(key, 3)
         h = quadratic_toy_hessian(h_key, eig)
         values, vectors = jnp.linalg.eigh(h)
@@ -250,9 +219,10 @@ def _toy_runs(method: str, config: DevaConfig, keys, eigenvalues, squared) -> np
         _, trace = jax.lax.scan(step, (x0, tx.init(x0)), jnp.arange(config.toy_steps))
         return jnp.concatenate([f(x0)[None], trace])
 
-    over_seeds = jax.vmap(one, in_axes=(0, None, None))
-    over_problems = jax.vmap(over_seeds, in_axes=(None, 0, 0))
-    return np.asarray(jax.jit(over_problems)(keys, eigenvalues, squared))
+    over_seeds = jax.vmap(one, in_axes=(0, None, None, None, None))
+    over_problems = jax.vmap(over_seeds, in_axes=(None, 0, 0, None, None))
+    lrs = jnp.float32(config.toy_lr), jnp.float32(config.toy_gd_lr)
+    return np.asarray(jax.jit(over_problems)(keys, eigenvalues, squared, *lrs))
 
 
 def _toy(config: DevaConfig, rng_key: jax.Array, progress: Progress) -> dict[str, Any]:
@@ -435,12 +405,8 @@ def _lm_verdict(lm: dict[str, Any], steps: int) -> tuple[bool, str]:
 
 
 def _figures(config: DevaConfig, toy: dict[str, Any], lm: dict[str, Any]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig_t, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig_t = Figure(figsize=(11, 4))
+    axes = fig_t.subplots(1, 2)
     for ax, hessian in zip(axes, ("heterogeneous", "homogeneous"), strict=True):
         for method, entry in toy[f"{hessian}_frobenius"].items():
             ax.semilogy(entry["median_curve"], label=method)
@@ -450,7 +416,8 @@ def _figures(config: DevaConfig, toy: dict[str, Any], lm: dict[str, Any]):
         ax.legend(fontsize=7)
     fig_t.tight_layout()
 
-    fig_l, ax = plt.subplots(figsize=(7, 4.5))
+    fig_l = Figure(figsize=(7, 4.5))
+    ax = fig_l.subplots()
     lm = lm["seeds"][0]
     for method in LM_METHODS:
         ax.plot(np.arange(1, config.lm_steps + 1), lm[method]["smoothed"], label=method)

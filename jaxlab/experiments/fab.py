@@ -9,11 +9,14 @@ problem ``min_x F(x) = f(x, y*(x))``, ``y*(x) = argmin_y g(x, y)``, with ``f = (
 * ``no_tracking``: the same updates without gradient trackers (decentralised gradient bilevel);
 * ``undirected_gt``: the same penalty method with gradient tracking on the *symmetrised* graphs
   with doubly stochastic Metropolis weights (a balanced, undirected network);
-* ``central``: the centralised penalty method (pooled gradients, the same steps), written
-  directly here, independent of the solver code;
-* ``exact``: the centralised bilevel solution, L-BFGS on ``F`` with the exact hypergradient
-  ``∇F = ∇_x f - ∇²_{xy} g [∇²_{yy} g]⁻¹ ∇_y f`` (implicit differentiation, lower level solved by
-  Newton's method).
+* ``central``: the centralised penalty method (pooled gradients, the same steps),
+  :func:`jaxlab.solvers.centralized_penalty_trajectory`, independent of the solver code;
+* ``exact``: the centralised bilevel solution, :func:`jaxlab.solvers.exact_bilevel_solution`
+  (L-BFGS on ``F`` with the exact hypergradient ``∇F = ∇_x f - ∇²_{xy} g [∇²_{yy} g]⁻¹ ∇_y f``,
+  implicit differentiation, lower level solved by Newton's method).
+
+The instances are :func:`jaxlab.solvers.diabetes_ridge_tuning` and
+:func:`jaxlab.solvers.digits_hyper_cleaning`.
 
 Per arm and communication round: ``F(x̄)`` (``x̄`` the agents' mean, the lower level solved
 exactly), ``||∇F(x̄)||``, the consensus error ``sqrt((1/n) Σ_i ||v_i - v̄||²)`` over ``(x, y, z)``
@@ -39,24 +42,31 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
 from jax.flatten_util import ravel_pytree
+from matplotlib.figure import Figure
 
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab.distributed import metropolis_weights, time_varying_digraph
-from jaxlab.solvers import FAB, FABParams, PushPull
+from jaxlab.solvers import (
+    FAB,
+    FABParams,
+    PushPull,
+    centralized_penalty_trajectory,
+    diabetes_ridge_tuning,
+    digits_hyper_cleaning,
+    exact_bilevel_solution,
+    exact_hypergradient,
+    lower_level_solution,
+)
 
 __all__ = [
     "FABCleaningConfig",
     "FABHyperparameterConfig",
-    "BilevelProblem",
-    "exact_hypergradient",
     "run_cleaning",
     "run_hyperparameter",
 ]
@@ -82,94 +92,6 @@ _GRAD_FACTOR, _GRAD_SLACK = 2.0, 1e-4
 _NO_TRACKING_FACTOR = 10.0
 _ISSUE_F_REL_TOL = 1e-4
 _ISSUE_CONSENSUS_TOL = 1e-4
-
-
-# --------------------------------------------------------------------------------------------
-# A bilevel problem split over agents, and its exact (centralised) quantities.
-
-
-@dataclasses.dataclass(frozen=True)
-class BilevelProblem:
-    """A distributed bilevel problem: per-agent ``f_i(x, y, *data_i)``, ``g_i(x, y, *data_i)``.
-
-    ``data`` is a tuple of arrays with the agents on the leading axis; ``f = (1/n) Σ f_i`` and
-    ``g = (1/n) Σ g_i`` (``g`` strongly convex in ``y``); ``x0``/``y0`` are one agent's start.
-
-    Examples:
-      >>> import jax.numpy as jnp
-      >>> problem = BilevelProblem(
-      ...     upper=lambda x, y, c: 0.5 * (y - c) ** 2 + 0.5 * x**2,
-      ...     lower=lambda x, y, c: 0.5 * (y - x) ** 2,
-      ...     data=(jnp.array([0.0, 2.0]),), x0=jnp.zeros(()), y0=jnp.zeros(()))
-      >>> float(problem.pooled_upper(1.0, 1.0))  # mean of (1 - c)²/2, plus 1/2
-      1.0
-    """
-
-    upper: Callable[..., jax.Array]
-    lower: Callable[..., jax.Array]
-    data: tuple
-    x0: Any
-    y0: Any
-
-    @property
-    def num_agents(self) -> int:
-        return int(self.data[0].shape[0])
-
-    def pooled_upper(self, x, y):
-        return jnp.mean(jax.vmap(lambda *d: self.upper(x, y, *d))(*self.data))
-
-    def pooled_lower(self, x, y):
-        return jnp.mean(jax.vmap(lambda *d: self.lower(x, y, *d))(*self.data))
-
-    def grad_fns(self):
-        upper = jax.grad(self.upper, argnums=(0, 1))
-        lower = jax.grad(self.lower, argnums=(0, 1))
-        return upper, lower
-
-
-def _flat_newton(problem: BilevelProblem, x, y, steps: int):
-    """Newton's method on ``y -> g(x, y)`` (flattened), from ``y``."""
-    flat, unravel = ravel_pytree(y)
-    objective = lambda v: problem.pooled_lower(x, unravel(v))
-
-    def body(_, v):
-        return v - jnp.linalg.solve(jax.hessian(objective)(v), jax.grad(objective)(v))
-
-    return unravel(jax.lax.fori_loop(0, steps, body, flat))
-
-
-def exact_hypergradient(problem: BilevelProblem, x, newton_steps: int = 8):
-    """``(F(x), ∇F(x), y*(x))`` by Newton's method and implicit differentiation.
-
-    ``∇F(x) = ∇_x f(x, y*) - ∇²_{xy} g(x, y*) v``, ``∇²_{yy} g(x, y*) v = ∇_y f(x, y*)``.
-
-    Examples:
-      >>> import jax.numpy as jnp
-      >>> problem = BilevelProblem(
-      ...     upper=lambda x, y, c: 0.5 * (y - c) ** 2 + 0.5 * x**2,
-      ...     lower=lambda x, y, c: 0.5 * (y - x) ** 2,
-      ...     data=(jnp.array([0.0, 2.0]),), x0=jnp.zeros(()), y0=jnp.zeros(()))
-      >>> value, grad, y = exact_hypergradient(problem, jnp.asarray(0.5))
-      >>> float(value), float(grad), float(y)  # F(x) = (x - 1)²/2 + 1/2 + x²/2
-      (0.75, 0.0, 0.5)
-    """
-    y = _flat_newton(problem, x, problem.y0, newton_steps)
-    flat, unravel = ravel_pytree(y)
-    value = problem.pooled_upper(x, y)
-    fx, fy = jax.grad(problem.pooled_upper, argnums=(0, 1))(x, y)
-    hessian = jax.hessian(lambda v: problem.pooled_lower(x, unravel(v)))(flat)
-    v = unravel(jnp.linalg.solve(hessian, ravel_pytree(fy)[0]))
-    cross = jax.grad(
-        lambda x_: sum(
-            jnp.vdot(a, b)
-            for a, b in zip(
-                jax.tree.leaves(jax.grad(problem.pooled_lower, argnums=1)(x_, y)),
-                jax.tree.leaves(v),
-                strict=True,
-            )
-        )
-    )(x)
-    return value, jax.tree.map(jnp.subtract, fx, cross), y
 
 
 # --------------------------------------------------------------------------------------------
@@ -231,54 +153,6 @@ def _record_decentralised(problem, config, arm, rng_key):
     return go(rng_key)
 
 
-def _record_central(problem, config):
-    """The centralised penalty method: the same three-block gradient steps on pooled gradients."""
-    lam = config.penalty
-    alpha, beta = config.upper_stepsize, config.lower_stepsize
-    every, records = config.record_every, config.steps // config.record_every
-
-    def step(carry, _):
-        x, y, z = carry
-        fx, fy = jax.grad(problem.pooled_upper, argnums=(0, 1))(x, y)
-        gx_y, gy_y = jax.grad(problem.pooled_lower, argnums=(0, 1))(x, y)
-        gx_z, gy_z = jax.grad(problem.pooled_lower, argnums=(0, 1))(x, z)
-        dx = jax.tree.map(lambda a, b, c: a + lam * (b - c), fx, gx_y, gx_z)
-        dy = jax.tree.map(lambda a, b: a / lam + b, fy, gy_y)
-        move = lambda v, d, s: jax.tree.map(lambda vi, di: vi - s * di, v, d)
-        return (move(x, dx, alpha), move(y, dy, beta), move(z, gy_z, beta)), None
-
-    @jax.jit
-    def go():
-        def chunk(carry, _):
-            carry, _ = jax.lax.scan(step, carry, None, every)
-            return carry, (carry[0], carry[1])
-
-        _, out = jax.lax.scan(chunk, (problem.x0, problem.y0, problem.y0), None, records)
-        return out
-
-    return go()
-
-
-def _exact_solution(problem, config):
-    """L-BFGS on F with the exact hypergradient (float64, scipy)."""
-    flat0, unravel = ravel_pytree(problem.x0)
-    value_and_grad = jax.jit(lambda v: exact_hypergradient(problem, unravel(v))[:2])
-
-    def fun(v):
-        value, grad = value_and_grad(jnp.asarray(v))
-        return float(value), np.asarray(ravel_pytree(grad)[0], np.float64)
-
-    result = scipy.optimize.minimize(
-        fun,
-        np.asarray(flat0, np.float64),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": config.exact_maxiter, "gtol": 1e-10, "ftol": 1e-15},
-    )
-    value, grad = fun(result.x)
-    return {"F": value, "grad_norm": float(np.linalg.norm(grad)), "iterations": int(result.nit)}
-
-
 def _evaluator(problem, newton_steps):
     """Jitted: recorded x̄s -> (F(x̄), ||∇F(x̄)||), vmapped exact hypergradients (compiled once)."""
 
@@ -300,7 +174,14 @@ def _run_arms(problem, config, rng_key, progress, newton_steps, extra_metric=Non
     ):
         start = time.perf_counter()
         if arm == "central":
-            xs, ys = _record_central(problem, config)
+            xs, ys = centralized_penalty_trajectory(
+                problem,
+                penalty=config.penalty,
+                upper_stepsize=config.upper_stepsize,
+                lower_stepsize=config.lower_stepsize,
+                steps=config.steps,
+                record_every=config.record_every,
+            )
             consensus = np.zeros(config.steps // config.record_every)
         else:
             xs, ys, consensus = _record_decentralised(problem, config, arm, rng_key)
@@ -314,7 +195,12 @@ def _run_arms(problem, config, rng_key, progress, newton_steps, extra_metric=Non
             arms[arm].update(extra_metric(xs, ys))
         timings[arm] = time.perf_counter() - start
     start = time.perf_counter()
-    exact = _exact_solution(problem, config)
+    solution = exact_bilevel_solution(problem, maxiter=config.exact_maxiter)
+    exact = {
+        "F": solution.value,
+        "grad_norm": solution.grad_norm,
+        "iterations": solution.iterations,
+    }
     timings["exact"] = time.perf_counter() - start
     rounds = (np.arange(1, config.steps // config.record_every + 1) * config.record_every).tolist()
     return {"rounds": rounds, "arms": arms, "exact": exact, "seconds": timings}
@@ -361,13 +247,9 @@ def _verdict_parts(runs, label: str):
 
 
 def _figures(runs, title: str, accuracy: bool = False):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     panels = 3 if accuracy else 2
-    fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4))
+    fig = Figure(figsize=(5 * panels, 4))
+    axes = fig.subplots(1, panels)
     rounds = np.asarray(runs["rounds"])
     f_exact = runs["exact"]["F"]
     names = {
@@ -492,42 +374,6 @@ class FABHyperparameterConfig(ExperimentConfig):
         return cls(steps=100_000, record_every=2000, exact_maxiter=2000)
 
 
-def _diabetes_problem(config: FABHyperparameterConfig) -> tuple[BilevelProblem, dict]:
-    from sklearn.datasets import load_diabetes
-
-    features, target = load_diabetes(return_X_y=True)
-    rng = np.random.default_rng(config.seed)
-    order = rng.permutation(len(target))
-    n, m, v = config.num_agents, config.train_rows, config.val_rows
-    needed = n * (m + v)
-    if needed >= len(target):
-        raise ValueError(f"num_agents * (train_rows + val_rows) = {needed} >= {len(target)} rows")
-    train, val, test = order[: n * m], order[n * m : needed], order[needed:]
-    mean, scale = features[train].mean(0), features[train].std(0)
-    t_mean, t_scale = target[train].mean(), target[train].std()
-    X = (features - mean) / scale
-    t = (target - t_mean) / t_scale
-    A, b = X[train].reshape(n, m, -1), t[train].reshape(n, m)
-    V, w = X[val].reshape(n, v, -1), t[val].reshape(n, v)
-
-    def lower(x, y, A_i, b_i, V_i, w_i):
-        residual = A_i @ y - b_i
-        return 0.5 * jnp.sum(residual**2) / m + 0.5 * jnp.sum(jnp.exp(x) * y**2)
-
-    def upper(x, y, A_i, b_i, V_i, w_i):
-        return 0.5 * jnp.sum((V_i @ y - w_i) ** 2) / v
-
-    dim = X.shape[1]
-    problem = BilevelProblem(
-        upper=upper,
-        lower=lower,
-        data=tuple(jnp.asarray(d) for d in (A, b, V, w)),
-        x0=jnp.zeros(dim),
-        y0=jnp.zeros(dim),
-    )
-    return problem, {"X_test": X[test], "t_test": t[test], "dim": dim}
-
-
 @register("fab-hyperparameter", config=FABHyperparameterConfig, claim=CLAIM_HYPERPARAMETER)
 def run_hyperparameter(config: FABHyperparameterConfig, rng_key: jax.Array, progress: Progress):
     """Per-feature ridge tuning on load_diabetes; see the module docstring.
@@ -538,11 +384,13 @@ def run_hyperparameter(config: FABHyperparameterConfig, rng_key: jax.Array, prog
     """
     with jax.enable_x64(True):
         reference = _reference_checks(config.reference_steps)
-        problem, test = _diabetes_problem(config)
+        problem, test = diabetes_ridge_tuning(
+            config.num_agents, config.train_rows, config.val_rows, seed=config.seed
+        )
 
         def test_mse(xs, ys):
-            preds = np.asarray(ys) @ test["X_test"].T
-            return {"test_mse": np.mean((preds - test["t_test"][None]) ** 2, axis=1).tolist()}
+            preds = np.asarray(ys) @ test["features"].T
+            return {"test_mse": np.mean((preds - test["targets"][None]) ** 2, axis=1).tolist()}
 
         runs = _run_arms(problem, config, rng_key, progress, newton_steps=2, extra_metric=test_mse)
     part_reference = check(
@@ -612,62 +460,6 @@ class FABCleaningConfig(ExperimentConfig):
         )
 
 
-def _softmax_cross_entropy(params, features, labels):
-    logits = features @ params["w"] + params["b"][None]
-    return jax.nn.logsumexp(logits, axis=1) - jnp.take_along_axis(logits, labels[:, None], 1)[:, 0]
-
-
-def _digits_problem(config: FABCleaningConfig) -> tuple[BilevelProblem, dict]:
-    from sklearn.datasets import load_digits
-
-    features, labels = load_digits(return_X_y=True)
-    rng = np.random.default_rng(config.seed)
-    order = rng.permutation(len(labels))
-    n, m, v = config.num_agents, config.train_rows, config.val_rows
-    needed = n * (m + v)
-    if needed >= len(labels):
-        raise ValueError(f"num_agents * (train_rows + val_rows) = {needed} >= {len(labels)} rows")
-    train, val, test = order[: n * m], order[n * m : needed], order[needed:]
-    # Principal components of the training pixels, scaled so that every row has norm <= 2:
-    # then the weighted cross-entropy has L_g <= (1/2)(4 + 1) + μ (softmax Hessian <= I/2 per
-    # sample, bias feature 1), so β = 0.4 is a safe lower-level step, and y has 11 x 10 entries.
-    centre = features[train].mean(axis=0)
-    _, _, components = np.linalg.svd(features[train] - centre, full_matrices=False)
-    projected = (features - centre) @ components[: config.components].T
-    features = 2.0 * projected / np.linalg.norm(projected[train], axis=1).max()
-    features = np.clip(features, -2.0, 2.0)
-    noisy = labels[train].copy()
-    flipped = rng.random(len(train)) < config.flip_fraction
-    noisy[flipped] = (noisy[flipped] + rng.integers(1, 10, flipped.sum())) % 10
-    classes, dim = 10, features.shape[1]
-    mu = config.ridge
-    owner = np.arange(n * m).reshape(n, m)  # agent i weighs training samples owner[i]
-
-    def lower(x, y, A_i, b_i, idx_i, V_i, c_i):
-        weights = jax.nn.sigmoid(x[idx_i])
-        loss = jnp.sum(weights * _softmax_cross_entropy(y, A_i, b_i)) / m
-        return loss + 0.5 * mu * (jnp.sum(y["w"] ** 2) + jnp.sum(y["b"] ** 2))
-
-    def upper(x, y, A_i, b_i, idx_i, V_i, c_i):
-        return jnp.mean(_softmax_cross_entropy(y, V_i, c_i))
-
-    data = (
-        features[train].reshape(n, m, dim),
-        noisy.reshape(n, m),
-        owner,
-        features[val].reshape(n, v, dim),
-        labels[val].reshape(n, v),
-    )
-    problem = BilevelProblem(
-        upper=upper,
-        lower=lower,
-        data=tuple(jnp.asarray(d) for d in data),
-        x0=jnp.zeros(n * m),
-        y0={"w": jnp.zeros((dim, classes)), "b": jnp.zeros(classes)},
-    )
-    return problem, {"X_test": features[test], "y_test": labels[test], "flipped": flipped}
-
-
 @register("fab-hypercleaning", config=FABCleaningConfig, claim=CLAIM_CLEANING)
 def run_cleaning(config: FABCleaningConfig, rng_key: jax.Array, progress: Progress):
     """Data hyper-cleaning on load_digits; see the module docstring.
@@ -677,8 +469,16 @@ def run_cleaning(config: FABCleaningConfig, rng_key: jax.Array, progress: Progre
       0.3
     """
     with jax.enable_x64(True):
-        problem, test = _digits_problem(config)
-        X_test, y_test = jnp.asarray(test["X_test"]), np.asarray(test["y_test"])
+        problem, test = digits_hyper_cleaning(
+            config.num_agents,
+            config.train_rows,
+            config.val_rows,
+            flip_fraction=config.flip_fraction,
+            components=config.components,
+            ridge=config.ridge,
+            seed=config.seed,
+        )
+        X_test, y_test = jnp.asarray(test["features"]), np.asarray(test["labels"])
 
         def accuracy(xs, ys):
             logits = jnp.einsum("sd,rdc->rsc", X_test, ys["w"]) + ys["b"][:, None, :]
@@ -693,7 +493,7 @@ def run_cleaning(config: FABCleaningConfig, rng_key: jax.Array, progress: Progre
 
         runs = _run_arms(problem, config, rng_key, progress, newton_steps=10, extra_metric=accuracy)
         # The uncleaned model: uniform weights σ(0) = 1/2 on every (noisy) sample.
-        baseline_y = _flat_newton(problem, problem.x0, problem.y0, 10)
+        baseline_y = lower_level_solution(problem, problem.x0, newton_steps=10)
         baseline = accuracy(problem.x0[None], jax.tree.map(lambda v: v[None], baseline_y))
     runs["uncleaned_test_accuracy"] = baseline["test_accuracy"][0]
     parts = _verdict_parts(runs, "hyper-cleaning")

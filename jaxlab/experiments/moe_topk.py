@@ -46,7 +46,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -54,20 +55,28 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
-from jax.typing import ArrayLike
+from matplotlib.figure import Figure
 
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
-from jaxlab.nn import MixtureOfExperts
+from jaxlab._src.validation import check_int
+from jaxlab.nn import (
+    GPTConfig,
+    MixtureOfExperts,
+    SimpleGPT,
+    ffn_hidden_size,
+    fit_convergence_constants,
+    fixed_compute_steps,
+    moe_teacher_student_task,
+    moe_transformer_flop_constants,
+    optimal_top_k,
+    predicted_loss,
+    sample_batch,
+    scan_train,
+    split_corpus,
+    stdlib_byte_corpus,
+)
 
-__all__ = [
-    "ConvergenceFit",
-    "MoETopKConfig",
-    "fit_convergence_constants",
-    "fixed_compute_steps",
-    "optimal_top_k",
-    "predicted_loss",
-    "run",
-]
+__all__ = ["MoETopKConfig", "run"]
 
 CLAIM = (
     "Zhu et al. (ICML 2026): MoE training with top-K routing over M experts converges as "
@@ -76,6 +85,13 @@ CLAIM = (
     "so the best K at fixed compute lies strictly inside the range."
 )
 
+# Part 1 (the note's rule at the largest T): the mean loss is non-increasing from K = 1 up to this
+# K, and K = 1 loses to the best K by at least this factor (a 30 % gap, far above seed noise).
+MONOTONE_UP_TO_K = 4
+MIN_LOSS_RATIO_K1 = 1.3
+# Part 2: the interior argmin at fixed compute beats both ends by this many combined SEs.
+MIN_GAP_IN_SE = 1.0
+
 # The note's reference check 1 (M = 16, c1 = 1): (a, b, c0) -> K* before and after clipping.
 NOTE_REFERENCE_OPTIMA = (
     ((1.0, 1.0, 0.0), 16.0, 16.0),
@@ -83,217 +99,6 @@ NOTE_REFERENCE_OPTIMA = (
     ((1.0, 1.0, 4.0), 21.856406460551018, 16.0),
     ((1.0, 0.25, 4.0), 8.0, 8.0),
 )
-
-
-# ------------------------------------------------------------------------------------------------
-# The bound's algebra: optimum, fit, predictions.
-
-
-def optimal_top_k(
-    a: float,
-    b: float,
-    num_experts: int,
-    overhead_flops: float,
-    flops_per_expert: float,
-    *,
-    gamma: float = 0.5,
-    clip: bool = True,
-) -> float:
-    """Minimiser over real K of the fixed-compute bound ``(a + bM/K) ((c₀ + c₁K)/R)^γ``.
-
-    Setting the derivative of ``log(a + bM/K) + γ log(c₀ + c₁K)`` to zero gives
-    ``γc₁a K² − (1 − γ)c₁bM K − bMc₀ = 0``, whose positive root is::
-
-        K* = [(1 − γ)c₁bM + √((1 − γ)²c₁²b²M² + 4γc₁abMc₀)] / (2γc₁a).
-
-    At γ = ½ this is the note's ``[c₁bM + √(c₁²b²M² + 8c₁abMc₀)] / (2c₁a)``, and with no overhead
-    (``c₀ = 0``) ``K* = (1 − γ)bM/(γa)`` (``bM/a`` at γ = ½). Overhead pushes K* up. The bound is
-    quasi-convex in K (decreasing then increasing), so clipping to ``[1, M]`` gives the
-    constrained optimum; R does not enter.
-
-    Args:
-      a: the bound's K-independent constant (``> 0``).
-      b: the constant of the ``M/K`` term (``>= 0``).
-      num_experts: M.
-      overhead_flops: c₀, FLOPs per token that do not scale with K (router, attention; ``>= 0``).
-      flops_per_expert: c₁, FLOPs per token of one active expert (``> 0``).
-      gamma: the rate exponent γ in ``T^(-γ)`` (``0 < γ < 1``; ½ in the paper).
-      clip: clip to ``[1, M]``.
-
-    Returns:
-      K* as a float.
-
-    Examples:
-      >>> optimal_top_k(4.0, 1.0, 16, 0.0, 1.0)       # c0 = 0: K* = bM/a
-      4.0
-      >>> optimal_top_k(1.0, 0.25, 16, 4.0, 1.0)      # (4 + sqrt(144)) / 2
-      8.0
-      >>> round(optimal_top_k(1.0, 1.0, 16, 4.0, 1.0, clip=False), 3), optimal_top_k(
-      ...     1.0, 1.0, 16, 4.0, 1.0)
-      (21.856, 16.0)
-
-    References:
-      Zhu et al., "Rethinking Convergence in MoE Training: The Role of Routing Sparsity",
-      ICML 2026 (the bound); ``notes/moe_topk.md`` (the algebra with overhead).
-    """
-    if not (math.isfinite(a) and a > 0):
-        raise ValueError(f"a must be > 0, got {a!r}")
-    if not (math.isfinite(b) and b >= 0):
-        raise ValueError(f"b must be >= 0, got {b!r}")
-    if isinstance(num_experts, bool) or not isinstance(num_experts, (int, np.integer)):
-        raise TypeError(f"num_experts must be an int, got {num_experts!r}")
-    if num_experts < 1:
-        raise ValueError(f"num_experts must be >= 1, got {num_experts}")
-    if not (math.isfinite(overhead_flops) and overhead_flops >= 0):
-        raise ValueError(f"overhead_flops must be >= 0, got {overhead_flops!r}")
-    if not (math.isfinite(flops_per_expert) and flops_per_expert > 0):
-        raise ValueError(f"flops_per_expert must be > 0, got {flops_per_expert!r}")
-    if not 0 < gamma < 1:
-        raise ValueError(f"gamma must be in (0, 1), got {gamma!r}")
-    m, c0, c1 = float(num_experts), float(overhead_flops), float(flops_per_expert)
-    linear = (1 - gamma) * c1 * b * m
-    root = (linear + math.sqrt(linear**2 + 4 * gamma * c1 * a * b * m * c0)) / (2 * gamma * c1 * a)
-    return float(min(max(root, 1.0), m)) if clip else float(root)
-
-
-class ConvergenceFit(NamedTuple):
-    """Fitted constants of ``L(K, T) = L∞ + (a + bM/K) T^(-γ)`` and the fit's quality.
-
-    Examples:
-      >>> fit = ConvergenceFit(0.5, 10.0, 1.0, 0.5, 16, 0.0, 0.0)
-      >>> float(predicted_loss(fit, 16, 100))        # 0.5 + (10 + 1) / 10
-      1.6
-    """
-
-    loss_inf: float
-    a: float
-    b: float
-    gamma: float
-    num_experts: int
-    max_abs_residual: float
-    rms_residual: float
-
-
-def _linear_fit(k, t, loss, num_experts, gamma):
-    design = np.stack([np.ones_like(k), t**-gamma, num_experts / k * t**-gamma], axis=1)
-    coef, *_ = np.linalg.lstsq(design, loss, rcond=None)
-    residual = design @ coef - loss
-    return coef, residual
-
-
-def fit_convergence_constants(
-    top_k: ArrayLike,
-    steps: ArrayLike,
-    loss: ArrayLike,
-    *,
-    num_experts: int,
-    gamma: float | None = None,
-) -> ConvergenceFit:
-    """Least-squares fit of ``L(K, T) = L∞ + (a + bM/K) T^(-γ)`` to measured losses.
-
-    For a fixed γ the model is linear in ``(L∞, a, b)``: ordinary least squares. With
-    ``gamma=None`` γ is fitted too, by minimising the residual of that linear fit over
-    ``γ ∈ [0.02, 3]`` (variable projection: a bounded scalar search after a log-spaced scan, so
-    the global minimum of the profile is found). The constants are not constrained (a negative
-    ``L∞`` or ``b`` signals a poorly identified fit; the note saw that for free γ).
-
-    Args:
-      top_k: K of each measurement (1-D).
-      steps: T of each measurement.
-      loss: measured loss (e.g. the seed mean) of each measurement.
-      num_experts: M.
-      gamma: fixed exponent (½ in the paper), or ``None`` to fit it.
-
-    Returns:
-      A :class:`ConvergenceFit`.
-
-    Raises:
-      ValueError: mismatched lengths, fewer than 3 (4 with free γ) points, non-positive K or T.
-
-    Examples:
-      >>> import numpy as np
-      >>> k, t = np.meshgrid([1, 2, 4, 8], [100, 400, 1600])
-      >>> truth = 0.3 + (5.0 + 0.5 * 8 / k) / np.sqrt(t)
-      >>> fit = fit_convergence_constants(k.ravel(), t.ravel(), truth.ravel(), num_experts=8,
-      ...                                 gamma=0.5)
-      >>> [round(v, 6) for v in (fit.loss_inf, fit.a, fit.b)]
-      [0.3, 5.0, 0.5]
-      >>> round(fit_convergence_constants(k.ravel(), t.ravel(), truth.ravel(),
-      ...                                 num_experts=8).gamma, 4)
-      0.5
-    """
-    k = np.asarray(top_k, np.float64).ravel()
-    t = np.asarray(steps, np.float64).ravel()
-    y = np.asarray(loss, np.float64).ravel()
-    if not (k.shape == t.shape == y.shape):
-        raise ValueError(
-            f"top_k, steps and loss must have the same length, got {k.size}, {t.size}, {y.size}"
-        )
-    needed = 3 if gamma is not None else 4
-    if k.size < needed:
-        raise ValueError(f"need at least {needed} measurements, got {k.size}")
-    if np.any(k <= 0) or np.any(t <= 0):
-        raise ValueError("top_k and steps must be positive")
-    if not np.all(np.isfinite(y)):
-        raise ValueError("loss must be finite")
-    if gamma is None:
-        import scipy.optimize
-
-        def objective(g):
-            return float(np.sum(_linear_fit(k, t, y, num_experts, g)[1] ** 2))
-
-        grid = np.geomspace(0.02, 3.0, 60)
-        best = int(np.argmin([objective(g) for g in grid]))
-        low, high = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
-        gamma = float(
-            scipy.optimize.minimize_scalar(
-                objective, bounds=(low, high), method="bounded", options={"xatol": 1e-8}
-            ).x
-        )
-    elif not gamma > 0:
-        raise ValueError(f"gamma must be > 0 or None, got {gamma!r}")
-    coef, residual = _linear_fit(k, t, y, num_experts, float(gamma))
-    return ConvergenceFit(
-        loss_inf=float(coef[0]),
-        a=float(coef[1]),
-        b=float(coef[2]),
-        gamma=float(gamma),
-        num_experts=int(num_experts),
-        max_abs_residual=float(np.max(np.abs(residual))),
-        rms_residual=float(np.sqrt(np.mean(residual**2))),
-    )
-
-
-def predicted_loss(fit: ConvergenceFit, top_k: ArrayLike, steps: ArrayLike) -> np.ndarray:
-    """The fitted ``L∞ + (a + bM/K) T^(-γ)`` at ``(top_k, steps)`` (broadcast, numpy).
-
-    Examples:
-      >>> fit = ConvergenceFit(0.0, 1.0, 1.0, 0.5, 4, 0.0, 0.0)
-      >>> predicted_loss(fit, [1, 4], 4).tolist()     # (1 + 4/K) / 2
-      [2.5, 1.0]
-    """
-    k = np.asarray(top_k, np.float64)
-    t = np.asarray(steps, np.float64)
-    return fit.loss_inf + (fit.a + fit.b * fit.num_experts / k) * t**-fit.gamma
-
-
-def fixed_compute_steps(
-    top_k_grid: Sequence[int], budget: float, overhead_flops: float, flops_per_expert: float
-) -> list[int]:
-    """Steps ``T_K = round(R / (c₀ + c₁K))`` that spend the per-token budget R at each K.
-
-    Examples:
-      >>> c0, c1 = 2 * 16 * 16, 4 * 16 * 32          # the note's student
-      >>> fixed_compute_steps([1, 2, 4, 8, 16], 500 * (c0 + 16 * c1), c0, c1)
-      [6500, 3611, 1912, 985, 500]
-    """
-    if budget <= 0 or flops_per_expert <= 0 or overhead_flops < 0:
-        raise ValueError("budget and flops_per_expert must be > 0, overhead_flops >= 0")
-    return [max(1, round(budget / (overhead_flops + flops_per_expert * k))) for k in top_k_grid]
-
-
-# ------------------------------------------------------------------------------------------------
-# Configuration.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -404,8 +209,7 @@ class MoETopKConfig(ExperimentConfig):
             raise ValueError(
                 f"task must be 'teacher_student' or 'language_model', got {self.task!r}"
             )
-        if self.seeds < 2:
-            raise ValueError(f"seeds must be >= 2 (standard errors), got {self.seeds}")
+        check_int(self.seeds, "seeds", minimum=2)  # standard errors need two
 
 
 # ------------------------------------------------------------------------------------------------
@@ -424,15 +228,6 @@ class _Problem(NamedTuple):
     info: dict[str, Any]
 
 
-def _sample(key, config, centres, teacher_graphdef, teacher_params, n):
-    """n inputs from the cluster mixture and the teacher's noisy targets."""
-    k_cluster, k_noise, k_target = jax.random.split(key, 3)
-    cluster = jax.random.randint(k_cluster, (n,), 0, config.num_clusters)
-    x = centres[cluster] + jax.random.normal(k_noise, (n, config.in_features))
-    y = nnx.merge(teacher_graphdef, teacher_params)(x)[0]
-    return x, y + config.target_noise_std * jax.random.normal(k_target, y.shape)
-
-
 def _student(config: MoETopKConfig, top_k: int, key: jax.Array) -> MixtureOfExperts:
     return MixtureOfExperts(
         config.in_features,
@@ -445,34 +240,22 @@ def _student(config: MoETopKConfig, top_k: int, key: jax.Array) -> MixtureOfExpe
     )
 
 
-def _flop_constants(make_model: Callable[[int, jax.Array], Any]) -> tuple[int, int]:
-    """(c₀, c₁) of ``cost(K) = c₀ + c₁K`` from a layer's own analytic count at K = 1 and 2."""
-    one = nnx.eval_shape(lambda: make_model(1, jax.random.key(0))).flops_per_token()
-    two = nnx.eval_shape(lambda: make_model(2, jax.random.key(0))).flops_per_token()
-    return one - (two - one), two - one
-
-
 def _teacher_student_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
-    k_teacher, k_centres, k_eval = jax.random.split(key, 3)
-    teacher = MixtureOfExperts(
-        config.in_features,
-        config.hidden_features,
-        config.teacher_experts,
-        config.teacher_top_k,
-        gate="topk_softmax",
-        router_init_std=config.teacher_router_std,
-        rngs=nnx.Rngs(k_teacher),
-    )
-    graphdef, params = nnx.split(teacher)
-    centres = config.cluster_std * jax.random.normal(
-        k_centres, (config.num_clusters, config.in_features)
-    )
-    eval_batch = jax.jit(_sample, static_argnums=(1, 3, 5))(
-        k_eval, config, centres, graphdef, params, config.eval_samples
+    task = moe_teacher_student_task(
+        key,
+        in_features=config.in_features,
+        hidden_features=config.hidden_features,
+        num_experts=config.teacher_experts,
+        top_k=config.teacher_top_k,
+        router_std=config.teacher_router_std,
+        num_clusters=config.num_clusters,
+        cluster_std=config.cluster_std,
+        target_noise_std=config.target_noise_std,
+        eval_samples=config.eval_samples,
     )
 
     def sample(key):
-        return _sample(key, config, centres, graphdef, params, config.batch_size)
+        return task.sample(key, config.batch_size)
 
     def losses(model, batch):
         x, y = batch
@@ -480,12 +263,17 @@ def _teacher_student_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
         # Squared error summed over the d outputs, averaged over samples (the note's scale).
         return jnp.mean(jnp.sum((y_hat - y) ** 2, axis=-1)), stats.load_balancing_loss
 
-    c0, c1 = _flop_constants(lambda k, key: _student(config, k, key))
+    # (c₀, c₁) of cost(K) = c₀ + c₁K from the layer's own analytic count at K = 1 and 2.
+    one, two = (
+        nnx.eval_shape(lambda k=k: _student(config, k, jax.random.key(0))).flops_per_token()
+        for k in (1, 2)
+    )
+    c0, c1 = one - (two - one), two - one
     return _Problem(
         make_model=lambda top_k, key: _student(config, top_k, key),
         sample=sample,
         losses=losses,
-        eval_batch=eval_batch,
+        eval_batch=task.eval_batch,
         overhead_flops=c0,
         flops_per_expert=c1,
         info={"task": "teacher_student", "loss": "eval squared error"},
@@ -494,16 +282,6 @@ def _teacher_student_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
 
 def _language_model_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
     """A byte-level SimpleGPT whose every FFN is an MoE, on the standard library's sources."""
-    import sys
-
-    from jaxlab.nn import (
-        GPTConfig,
-        SimpleGPT,
-        ffn_hidden_size,
-        sample_batch,
-        split_corpus,
-        stdlib_byte_corpus,
-    )
 
     def gpt_config(top_k):
         return GPTConfig(
@@ -531,16 +309,8 @@ def _language_model_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
         _, parts = model.loss_and_aux(*batch)
         return parts["cross_entropy"], parts["moe_aux"]
 
-    # Forward FLOPs per token (Kaplan et al. 2020 accounting): per layer the attention
-    # projections 2·d·(H + 2·H_kv + H)·d_h, the attention context 2·T·d, the router 2·d·M; the
-    # output head 2·d·V. One active expert costs 4·d·d_ff per layer (an MoE expert is two maps).
     gpt = gpt_config(1)
-    d, t, layers = gpt.d_model, gpt.max_len, gpt.num_layers
-    heads, kv_heads, head_dim = gpt.num_heads, gpt.kv_heads, gpt.head_dim
-    d_ff = ffn_hidden_size(gpt)
-    attention = 2 * d * (2 * heads + 2 * kv_heads) * head_dim + 2 * t * d
-    c0 = layers * (attention + 2 * d * config.num_experts) + 2 * d * gpt.vocab_size
-    c1 = layers * 4 * d * d_ff
+    c0, c1 = moe_transformer_flop_constants(gpt)  # attention, router and head in c0
     return _Problem(
         make_model=lambda top_k, key: SimpleGPT(gpt_config(top_k), rngs=nnx.Rngs(key)),
         sample=sample,
@@ -553,13 +323,19 @@ def _language_model_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
             "loss": "eval cross-entropy (nats/byte)",
             "python_version": sys.version.split()[0],
             "corpus_bytes": int(train.size + val.size),
-            "expert_hidden": d_ff,
+            "expert_hidden": ffn_hidden_size(gpt),
         },
     )
 
 
 def _trainer(config: MoETopKConfig, top_k: int, problem: _Problem):
-    """(init, train_to, evaluate), all vmapped over seeds and jitted."""
+    """(init, train, evaluate), all vmapped over seeds and jitted.
+
+    ``train(carry, data_keys, start, num_steps)`` continues every seed's run by ``num_steps``
+    Adam steps (:func:`jaxlab.nn.scan_train`; traced step counts, so one compilation per K serves
+    every stop), step ``s`` on the batch of key ``fold_in(data_key, s)``, so stopping at the
+    grid's step counts does not change the run.
+    """
     abstract = nnx.eval_shape(lambda: problem.make_model(top_k, jax.random.key(0)))
     graphdef, _, _ = nnx.split(abstract, nnx.Param, ...)
     tx = optax.adam(config.learning_rate)
@@ -572,15 +348,18 @@ def _trainer(config: MoETopKConfig, top_k: int, problem: _Problem):
         task, balance = problem.losses(nnx.merge(graphdef, params, rest), batch)
         return task + config.aux_weight * balance, (task, balance)
 
-    def train_to(carry, data_key, start, stop):
-        def body(step, carry):
-            params, rest, opt_state = carry
-            batch = problem.sample(jax.random.fold_in(data_key, step))
-            grads, _ = jax.grad(objective, has_aux=True)(params, rest, batch)
-            updates, opt_state = tx.update(grads, opt_state, params)
-            return optax.apply_updates(params, updates), rest, opt_state
-
-        return jax.lax.fori_loop(start, stop, body, carry)
+    def train(carry, data_key, start, num_steps):
+        params, rest, opt_state = carry
+        trained = scan_train(
+            lambda p, batch: objective(p, rest, batch)[0],
+            params,
+            tx,
+            lambda step: problem.sample(jax.random.fold_in(data_key, step)),
+            num_steps,
+            opt_state=opt_state,
+            start_step=start,
+        )
+        return trained.params, rest, trained.opt_state
 
     def evaluate(carry):
         params, rest, _ = carry
@@ -591,7 +370,7 @@ def _trainer(config: MoETopKConfig, top_k: int, problem: _Problem):
 
     return (
         jax.jit(jax.vmap(init)),
-        jax.jit(jax.vmap(train_to, in_axes=(0, 0, None, None))),
+        jax.jit(jax.vmap(train, in_axes=(0, 0, None, None))),
         jax.jit(jax.vmap(evaluate)),
     )
 
@@ -612,7 +391,7 @@ def _summary(values: np.ndarray) -> dict[str, Any]:
 def _fixed_steps_verdict(config: MoETopKConfig, fixed_steps: dict) -> dict[str, Any]:
     t_max = max(config.step_grid)
     means = {k: fixed_steps[t_max][k]["mean"] for k in config.top_k_grid}
-    head = [k for k in config.top_k_grid if k <= 4]
+    head = [k for k in config.top_k_grid if k <= MONOTONE_UP_TO_K]
     non_increasing = all(means[a] >= means[b] for a, b in zip(head[:-1], head[1:], strict=True))
     minimum = min(means.values())
     ratio = means[1] / minimum
@@ -621,7 +400,7 @@ def _fixed_steps_verdict(config: MoETopKConfig, fixed_steps: dict) -> dict[str, 
         "means": means,
         "non_increasing_to_4": bool(non_increasing),
         "ratio_k1_to_min": ratio,
-        "passed": bool(non_increasing and ratio >= 1.3),
+        "passed": bool(non_increasing and ratio >= MIN_LOSS_RATIO_K1),
     }
 
 
@@ -640,7 +419,7 @@ def _fixed_compute_verdict(config: MoETopKConfig, fixed_compute: dict) -> dict[s
             "gap_in_se": (means[end] - means[best]) / combined if combined > 0 else math.inf,
         }
     interior = best not in (first, last)
-    beats = interior and all(m["gap"] >= m["combined_se"] for m in margins.values())
+    beats = interior and all(m["gap"] >= MIN_GAP_IN_SE * m["combined_se"] for m in margins.values())
     return {
         "best_top_k": best,
         "interior": bool(interior),
@@ -650,13 +429,9 @@ def _fixed_compute_verdict(config: MoETopKConfig, fixed_compute: dict) -> dict[s
 
 
 def _figures(config, fixed_steps, fixed_compute, fit, predicted_k, steps_r, loss_name):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     grid = np.asarray(config.top_k_grid)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    left, right = fig.subplots(1, 2)
     for t in config.step_grid:
         mean = [fixed_steps[t][k]["mean"] for k in grid]
         se = [fixed_steps[t][k]["se"] for k in grid]
@@ -682,9 +457,6 @@ def _figures(config, fixed_steps, fixed_compute, fit, predicted_k, steps_r, loss
     return {"loss_vs_top_k": fig}
 
 
-# ------------------------------------------------------------------------------------------------
-
-
 @register("moe-topk", config=MoETopKConfig, claim=CLAIM)
 def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result:
     """Runs the fixed-T and fixed-R sweeps, fits the bound and computes the note's verdict."""
@@ -707,12 +479,12 @@ def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result
         total=len(config.top_k_grid),
         description="top-K",
     ):
-        init, train_to, evaluate = _trainer(config, top_k, problem)
+        init, train, evaluate = _trainer(config, top_k, problem)
         carry = init(jax.vmap(lambda key: jax.random.fold_in(key, top_k))(init_keys))
         done = 0
         curves[top_k] = {}
         for target in sorted({*config.step_grid, t_r}):
-            carry = train_to(carry, data_keys, done, target)
+            carry = train(carry, data_keys, jnp.int32(done), jnp.int32(target - done))
             done = target
             curves[top_k][target] = {
                 name: np.asarray(value) for name, value in evaluate(carry).items()
@@ -778,8 +550,8 @@ def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result
 
     t_max = verdict_t["steps"]
     part_t = check(
-        f"equal steps (T = {t_max}): mean loss non-increasing from K = 1 to K = 4 and "
-        "loss(K=1) >= 1.3 x min_K loss",
+        f"equal steps (T = {t_max}): mean loss non-increasing from K = 1 to K = "
+        f"{MONOTONE_UP_TO_K} and loss(K=1) >= {MIN_LOSS_RATIO_K1} x min_K loss",
         f"mean {problem.info['loss']} by K: "
         + ", ".join(f"K={k}: {v:.3f}" for k, v in verdict_t["means"].items())
         + f"; loss(K=1)/min = {verdict_t['ratio_k1_to_min']:.2f}",
@@ -787,7 +559,8 @@ def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result
     )
     margins = verdict_r["margins"]
     part_r = check(
-        "equal compute: the argmin over K is interior and beats both ends by >= 1 combined SE",
+        "equal compute: the argmin over K is interior and beats both ends by >= "
+        f"{MIN_GAP_IN_SE:g} combined SE",
         "mean ± SE by K (steps): "
         + ", ".join(
             f"K={k}: {fixed_compute[k]['mean']:.3f} ± {fixed_compute[k]['se']:.3f} "
@@ -818,13 +591,6 @@ def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result
             for k, c in curves.items()
         },
     }
-    figures = _figures(
-        config,
-        fixed_steps,
-        fixed_compute,
-        fits["gamma_half"],
-        predicted_k,
-        steps_r,
-        problem.info["loss"],
-    )
+    loss_name, fit = problem.info["loss"], fits["gamma_half"]
+    figures = _figures(config, fixed_steps, fixed_compute, fit, predicted_k, steps_r, loss_name)
     return Result(metrics=metrics, parts=[part_t, part_r], figures=figures)

@@ -39,15 +39,18 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from flax import nnx
+from matplotlib.figure import Figure
 
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
+from jaxlab._src.validation import check_positive_int
 from jaxlab.nn import (
     GPTConfig,
     SimpleGPT,
     language_model_loss,
+    loss_curve_stability,
     sample_batch,
+    scan_train,
     simplegpt_optimizer,
     simplegpt_schedule,
     split_corpus,
@@ -55,7 +58,7 @@ from jaxlab.nn import (
     top_eigenvalue,
 )
 
-__all__ = ["SimpleGPTLRConfig", "run", "stability"]
+__all__ = ["SimpleGPTLRConfig", "run"]
 
 CLAIM = (
     "Chen et al. (ICML 2026, SimpleGPT): normalizing the output of every linear map (SimpleNorm) "
@@ -119,6 +122,17 @@ class SimpleGPTLRConfig(ExperimentConfig):
     tail_steps: int = 10
     lanes_per_call: int | None = None
 
+    def __post_init__(self):
+        if "simple" not in self.placements or "pre" not in self.placements:
+            raise ValueError(f"placements must include 'simple' and 'pre', got {self.placements}")
+        if list(self.learning_rates) != sorted(self.learning_rates):
+            raise ValueError(f"learning_rates must be ascending, got {self.learning_rates}")
+        check_positive_int(self.steps, "steps")
+        if self.steps % 2:
+            raise ValueError(f"steps must be even (mid checkpoint at steps/2), got {self.steps}")
+        if not any(math.isclose(lr, self.matched_lr) for lr in self.learning_rates):
+            raise ValueError(f"matched_lr={self.matched_lr} is not in {self.learning_rates}")
+
     @classmethod
     def smoke(cls) -> SimpleGPTLRConfig:
         # Compile time dominates: one layer, and only the two judged placements.
@@ -169,50 +183,6 @@ class SimpleGPTLRConfig(ExperimentConfig):
         )
 
 
-def stability(
-    losses: np.ndarray,
-    *,
-    warmup_steps: int,
-    min_drop: float = 0.5,
-    spike_threshold: float = 1.0,
-    tail_steps: int = 10,
-) -> dict[str, Any]:
-    """The note's stability rule for one run's train-loss curve.
-
-    Stable = every loss finite, ``mean(losses[-tail_steps:]) < losses[0] − min_drop`` and
-    ``max_{s >= warmup} (losses[s] − min_{r <= s} losses[r]) <= spike_threshold``.
-
-    Returns:
-      ``{"stable", "finite", "final", "drop", "max_spike"}``.
-
-    Examples:
-      >>> curve = np.linspace(6.0, 3.0, 50)
-      >>> stability(curve, warmup_steps=5)["stable"]
-      True
-      >>> spiky = curve.copy(); spiky[30] += 1.5  # 1.5 above the running minimum after warmup
-      >>> rule = stability(spiky, warmup_steps=5)
-      >>> rule["max_spike"] > 1.0, rule["stable"]
-      (True, False)
-    """
-    losses = np.asarray(losses, dtype=np.float64)
-    finite = bool(np.all(np.isfinite(losses)))
-    final = float(np.mean(losses[-tail_steps:]))
-    if finite:
-        running_min = np.minimum.accumulate(losses)
-        max_spike = float(np.max(losses[warmup_steps:] - running_min[warmup_steps:], initial=0.0))
-    else:
-        max_spike = float("inf")
-    drop = float(losses[0] - final) if finite else float("nan")
-    stable = finite and drop > min_drop and max_spike <= spike_threshold
-    return {
-        "stable": bool(stable),
-        "finite": finite,
-        "final": final,
-        "drop": drop,
-        "max_spike": max_spike,
-    }
-
-
 def _gpt_config(config: SimpleGPTLRConfig, placement: str) -> GPTConfig:
     return GPTConfig(
         vocab_size=256,
@@ -235,41 +205,36 @@ def _train_placement(
     """Trains every (LR, seed) lane of one placement; returns curves, val losses, checkpoints.
 
     One jitted, vmapped program per placement does everything for a lane: draws the initial
-    parameters, runs the two halves of training (``lax.scan``; the parameters after each half
-    are the mid and end checkpoints) and evaluates the final validation loss.
+    parameters, trains (:func:`jaxlab.nn.scan_train`, checkpointed after each half: the mid and
+    end parameters; the peak LR is a traced lane argument) and evaluates the final validation
+    loss.
     """
     gpt = _gpt_config(config, placement)
     graphdef, _ = nnx.split(nnx.eval_shape(lambda: SimpleGPT(gpt, rngs=nnx.Rngs(0))))
     half = config.steps // 2
 
-    def loss_of(params, tokens, targets):
-        return language_model_loss(nnx.merge(graphdef, params), tokens, targets)
+    def loss_of(params, batch):
+        return language_model_loss(nnx.merge(graphdef, params), *batch)
 
     def lane(init_key, peak_lr, data_key):
         params0 = nnx.state(SimpleGPT(gpt, rngs=nnx.Rngs(params=init_key)), nnx.Param)
         schedule = simplegpt_schedule(peak_lr, config.warmup_steps, config.steps)
-        tx = simplegpt_optimizer(schedule, config.weight_decay)
 
-        def step(carry, step_id):
-            params, opt_state = carry
-            tokens, targets = sample_batch(
-                jax.random.fold_in(data_key, step_id), train, config.batch_size, config.seq_len
-            )
-            loss, grads = jax.value_and_grad(loss_of)(params, tokens, targets)
-            updates, opt_state = tx.update(grads, opt_state, params)
-            return (optax.apply_updates(params, updates), opt_state), loss
+        def batch(step_id):
+            key = jax.random.fold_in(data_key, step_id)
+            return sample_batch(key, train, config.batch_size, config.seq_len)
 
-        def halve(carry, step_ids):
-            carry, losses = jax.lax.scan(step, carry, step_ids)
-            return carry, (carry[0], losses)
-
-        step_ids = jnp.reshape(jnp.arange(2 * half), (2, half))
-        (params_end, _), (checkpoints, losses) = jax.lax.scan(
-            halve, (params0, tx.init(params0)), step_ids
+        trained = scan_train(
+            loss_of,
+            params0,
+            simplegpt_optimizer(schedule, config.weight_decay),
+            batch,
+            config.steps,
+            checkpoint_every=half,  # the parameters after each half: mid and end checkpoints
         )
-        params_mid = jax.tree.map(lambda x: x[0], checkpoints)
-        val = jnp.mean(jax.lax.map(lambda b: loss_of(params_end, *b), eval_windows))
-        return params0, params_mid, params_end, jnp.reshape(losses, (-1,)), val
+        params_mid = jax.tree.map(lambda x: x[0], trained.checkpoints)
+        val = jnp.mean(jax.lax.map(lambda b: loss_of(trained.params, b), eval_windows))
+        return params0, params_mid, trained.params, trained.losses, val
 
     run_lanes = jax.jit(jax.vmap(lane))
     seed_keys = jax.random.split(rng_key, config.seeds)
@@ -306,13 +271,9 @@ def _hessian_fn(graphdef, batch, num_iters):
 
 
 def _figures(config, placements, summary, hessian):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     lrs = np.asarray(config.learning_rates)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fig = Figure(figsize=(11, 4))
+    left, right = fig.subplots(1, 2)
     for placement in placements:
         rows = summary[placement]["per_lr"]
         val = np.asarray([r["val_loss_median"] for r in rows], dtype=float)
@@ -342,7 +303,8 @@ def _figures(config, placements, summary, hessian):
     right.legend(fontsize=7)
     fig.tight_layout()
 
-    fig_h, ax = plt.subplots(figsize=(6, 4))
+    fig_h = Figure(figsize=(6, 4))
+    ax = fig_h.subplots()
     x = np.arange(len(_CHECKPOINTS))
     width = 0.8 / max(len(placements), 1)
     for i, placement in enumerate(placements):
@@ -357,25 +319,12 @@ def _figures(config, placements, summary, hessian):
     return {"lr_sweep": fig, "hessian": fig_h}
 
 
-def _validate(config: SimpleGPTLRConfig) -> int:
-    if "simple" not in config.placements or "pre" not in config.placements:
-        raise ValueError(f"placements must include 'simple' and 'pre', got {config.placements}")
-    if list(config.learning_rates) != sorted(config.learning_rates):
-        raise ValueError(f"learning_rates must be ascending, got {config.learning_rates}")
-    if config.steps % 2:
-        raise ValueError(f"steps must be even (mid checkpoint at steps/2), got {config.steps}")
-    matches = [
-        i for i, lr in enumerate(config.learning_rates) if math.isclose(lr, config.matched_lr)
-    ]
-    if not matches:
-        raise ValueError(f"matched_lr={config.matched_lr} is not in {config.learning_rates}")
-    return matches[0]
-
-
 @register("simplegpt-lr", config=SimpleGPTLRConfig, claim=CLAIM)
 def run(config: SimpleGPTLRConfig, rng_key: jax.Array, progress: Progress) -> Result:
     """Runs the LR sweep of every placement and computes the verdict (module docstring)."""
-    matched = _validate(config)
+    matched = next(
+        i for i, lr in enumerate(config.learning_rates) if math.isclose(lr, config.matched_lr)
+    )
     corpus = stdlib_byte_corpus(config.corpus_bytes)
     train_np, val_np = split_corpus(corpus, config.val_fraction)
     train, val = jnp.asarray(train_np), jnp.asarray(val_np)
@@ -401,7 +350,9 @@ def run(config: SimpleGPTLRConfig, rng_key: jax.Array, progress: Progress) -> Re
         trained, graphdef = _train_placement(config, placement, train, eval_windows, train_key)
         per_lr = []
         for i, lr in enumerate(config.learning_rates):
-            runs = [stability(trained["losses"][(i, s)], **rule) for s in range(config.seeds)]
+            runs = [
+                loss_curve_stability(trained["losses"][(i, s)], **rule) for s in range(config.seeds)
+            ]
             vals = [trained["val"][(i, s)] for s in range(config.seeds)]
             per_lr.append(
                 {

@@ -29,16 +29,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from matplotlib.figure import Figure
 
 from jaxlab import solvers
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
-from jaxlab._src.solver import tree_l2_norm
 
 __all__ = ["StochasticVIConfig", "run"]
 
@@ -151,63 +150,7 @@ class StochasticVIConfig(ExperimentConfig):
 
 
 # --------------------------------------------------------------------------------------------
-# The driver: runs lanes (arms x seeds) of one solver class to checkpoints of calls or iterations.
-
-
-def _run_lanes(
-    build: Callable[[dict[str, jax.Array]], Any],
-    lanes: dict[str, np.ndarray],
-    keys: jax.Array,
-    init_params: Any,
-    args: tuple,
-    targets: np.ndarray,
-    *,
-    by_calls: bool,
-    cap: float,
-    max_iterations: int,
-) -> dict[str, np.ndarray]:
-    """Runs ``build(lane)`` for every lane and key; records the state at each target.
-
-    Each lane runs until its oracle calls (``by_calls``) or iterations reach the next target, its
-    iterate's norm reaches ``cap`` (diverged: it then stays where it stopped), or
-    ``max_iterations``. Returns arrays of shape ``(lanes, seeds, targets)`` and the initial
-    residual ``(lanes, seeds)``.
-    """
-
-    def one(lane, key):
-        solver = build(lane)
-        state = solver.init_state(init_params, *args, rng_key=key)
-
-        def chunk(carry, target):
-            def cond(c):
-                params, state = c
-                done = state.oracle_calls if by_calls else state.iter_num
-                return (
-                    (done < target.astype(done.dtype))
-                    & (tree_l2_norm(params) < cap)
-                    & (state.iter_num < max_iterations)
-                )
-
-            carry = jax.lax.while_loop(cond, lambda c: tuple(solver.update(*c, *args)), carry)
-            params, state = carry
-            record = {
-                "residual": state.error,
-                "calls": state.oracle_calls,
-                "iterations": state.iter_num,
-                "norm": tree_l2_norm(params),
-            }
-            return carry, record
-
-        _, records = jax.lax.scan(chunk, (init_params, state), jnp.asarray(targets))
-        return state.error, records
-
-    per_seed = jax.vmap(one, in_axes=(None, 0))
-    per_lane = jax.jit(jax.vmap(per_seed, in_axes=(0, None)))
-    lane_arrays = {k: jnp.asarray(v) for k, v in lanes.items()}
-    initial, records = per_lane(lane_arrays, keys)
-    out = {k: np.asarray(v) for k, v in records.items()}
-    out["initial_residual"] = np.asarray(initial)
-    return out
+# Summaries of the runs (median over seeds, fitted slopes).
 
 
 def _median(x: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -240,45 +183,42 @@ def _weak_minty(config: StochasticVIConfig, a: float, key: jax.Array) -> dict[st
 
         return operator_fn
 
-    def schedule(lane):
-        return solvers.polynomial_batch_schedule(1.0, lane["power"])
-
-    def build_gda(lane):
-        return solvers.StochasticGradientDescentAscent(
+    def builder(cls, **relaxation):
+        # Every hyperparameter is a lane entry (traced): one compiled program per solver class.
+        return lambda lane: cls(
             operator_fn=noisy_operator(lane["sigma"]),
             exact_operator_fn=exact.exact_operator_fn,
             stepsize=lane["stepsize"],
-            batch_schedule=schedule(lane),
+            batch_schedule=solvers.polynomial_batch_schedule(1.0, lane["power"]),
+            **{key: lane[key] for key in relaxation},
         )
 
-    def build_eg(lane):
-        return solvers.StochasticExtragradient(
-            operator_fn=noisy_operator(lane["sigma"]),
-            exact_operator_fn=exact.exact_operator_fn,
-            stepsize=lane["stepsize"],
-            relaxation=lane["relaxation"],
-            batch_schedule=schedule(lane),
-        )
+    build_gda = builder(solvers.StochasticGradientDescentAscent)
+    build_eg = builder(solvers.StochasticExtragradient, relaxation=True)
 
     sigma = config.minty_noise
     gda_step = config.minty_gda_step / lipschitz
     eg_step = config.minty_eg_step / lipschitz
-    # Lanes: (name, stepsize, relaxation, noise). Deterministic lanes measure spectral radii.
-    gda_lanes = [("gda", gda_step, 1.0, sigma), ("gda_det", gda_step, 1.0, 0.0)]
-    eg_lanes = [
-        ("eg", eg_step, 1.0, sigma),
-        ("eg+", eg_step, config.minty_relaxation, sigma),
-        ("eg_det", eg_step, 1.0, 0.0),
-        ("eg+0.5_det", eg_step, 0.5, 0.0),
-        ("eg+0.25_det", eg_step, 0.25, 0.0),
-    ]
+
+    def lane(stepsize, relaxation, noise):
+        return dict(stepsize=stepsize, relaxation=relaxation, sigma=noise, power=config.minty_power)
+
+    # Deterministic lanes (noise 0) measure spectral radii.
+    gda_lanes = {"gda": lane(gda_step, 1.0, sigma), "gda_det": lane(gda_step, 1.0, 0.0)}
+    eg_lanes = {
+        "eg": lane(eg_step, 1.0, sigma),
+        "eg+": lane(eg_step, config.minty_relaxation, sigma),
+        "eg_det": lane(eg_step, 1.0, 0.0),
+        "eg+0.5_det": lane(eg_step, 0.5, 0.0),
+        "eg+0.25_det": lane(eg_step, 0.25, 0.0),
+    }
     predicted_switch = 1.0 - rho / eg_step
     switch_alphas = [
         predicted_switch + offset
         for offset in config.switch_offsets
         if 0 < predicted_switch + offset <= 1
     ]
-    eg_lanes += [(f"switch{i}", eg_step, alpha, 0.0) for i, alpha in enumerate(switch_alphas)]
+    eg_lanes |= {f"switch{i}": lane(eg_step, alpha, 0.0) for i, alpha in enumerate(switch_alphas)}
 
     iterations = config.minty_iterations
     targets = sorted(
@@ -292,26 +232,16 @@ def _weak_minty(config: StochasticVIConfig, a: float, key: jax.Array) -> dict[st
     keys = jax.random.split(key, config.minty_seeds)
     runs: dict[str, dict[str, np.ndarray]] = {}
     for build, lanes in ((build_gda, gda_lanes), (build_eg, eg_lanes)):
-        arrays = {
-            "stepsize": np.asarray([lane[1] for lane in lanes]),
-            "relaxation": np.asarray([lane[2] for lane in lanes]),
-            "sigma": np.asarray([lane[3] for lane in lanes]),
-            "power": np.full(len(lanes), config.minty_power),
-        }
-
-        out = _run_lanes(
+        runs |= solvers.run_to_checkpoints(
             build,
-            arrays,
+            lanes,
             keys,
             init,
-            (),
             targets,
             by_calls=False,
-            cap=_MINTY_CAP,
+            norm_cap=_MINTY_CAP,
             max_iterations=iterations,
         )
-        for i, lane in enumerate(lanes):
-            runs[lane[0]] = {k: v[i] for k, v in out.items()}
 
     def radius(name):
         run = runs[name]
@@ -383,58 +313,41 @@ def _bilinear(
         projection=problem.projection,
     )
 
-    def schedule(lane):
-        return solvers.polynomial_batch_schedule(lane["b0"], lane["power"])
-
-    def build_sgda(lane):
-        return solvers.StochasticGradientDescentAscent(
-            stepsize=lane["stepsize"], batch_schedule=schedule(lane), **common
-        )
-
-    def build_fbf(lane):
-        return solvers.StochasticExtragradient(
-            stepsize=lane["stepsize"], batch_schedule=schedule(lane), **common
-        )
-
-    def build_halpern(lane):
-        return solvers.HalpernExtragradient(
-            stepsize=lane["stepsize"], batch_schedule=schedule(lane), **common
-        )
-
-    def build_recursive(lane):
-        return solvers.HalpernExtragradient(
+    def builder(cls, **fixed):
+        return lambda lane: cls(
             stepsize=lane["stepsize"],
-            batch_schedule=schedule(lane),
-            estimator="recursive",
-            restart_every=config.restart_every,
-            recursive_batch_size=config.recursive_batch_size,
+            batch_schedule=solvers.polynomial_batch_schedule(lane["b0"], lane["power"]),
             **common,
+            **fixed,
         )
 
-    # Arms: (name, (b0, power)) per solver class; one compiled program per class.
+    build_sgda = builder(solvers.StochasticGradientDescentAscent)
+    build_fbf = builder(solvers.StochasticExtragradient)
+    build_halpern = builder(solvers.HalpernExtragradient)
+    build_recursive = builder(
+        solvers.HalpernExtragradient,
+        estimator="recursive",
+        restart_every=config.restart_every,
+        recursive_batch_size=config.recursive_batch_size,
+    )
+
+    def lane(b0, power):
+        return dict(b0=float(b0), power=float(power), stepsize=config.stepsize)
+
+    # Arms (batches ⌈b0 (k+1)^p⌉) per solver class; one compiled program per class.
     groups = [
-        ("sgda", build_sgda, [("sgda_b1", 1.0, 0.0)]),
+        (build_sgda, {"sgda_b1": lane(1, 0)}),
         (
-            "fbf",
             build_fbf,
-            [(f"fbf_const{b}", float(b), 0.0) for b in config.constant_batches]
-            + [(f"fbf_p{p:g}", 1.0, float(p)) for p in config.fbf_powers],
+            {f"fbf_const{b}": lane(b, 0) for b in config.constant_batches}
+            | {f"fbf_p{p:g}": lane(1, p) for p in config.fbf_powers},
         ),
-        (
-            "halpern",
-            build_halpern,
-            [(f"halpern_p{p:g}", 1.0, float(p)) for p in config.halpern_powers],
-        ),
+        (build_halpern, {f"halpern_p{p:g}": lane(1, p) for p in config.halpern_powers}),
     ]
     if config.recursive_power > 0:
-        groups.append(
-            (
-                "halpern_recursive",
-                build_recursive,
-                [(f"halpern_recursive_p{config.recursive_power:g}", 1.0, config.recursive_power)],
-            )
-        )
-    groups = [group for group in groups if group[2]]
+        name = f"halpern_recursive_p{config.recursive_power:g}"
+        groups.append((build_recursive, {name: lane(1, config.recursive_power)}))
+    groups = [group for group in groups if group[1]]
 
     decades = math.log10(config.budget) - 2
     if decades < 1 or not float(decades).is_integer():
@@ -444,25 +357,17 @@ def _bilinear(
     ).astype(np.int64)
     keys = jax.random.split(seed_key, config.seeds)
     arms: dict[str, dict[str, np.ndarray]] = {}
-    for _, build, lanes in progress.track(groups, total=len(groups), description=f"d={dim}"):
-        arrays = {
-            "b0": np.asarray([lane[1] for lane in lanes]),
-            "power": np.asarray([lane[2] for lane in lanes]),
-            "stepsize": np.full(len(lanes), config.stepsize),
-        }
-        out = _run_lanes(
+    for build, lanes in progress.track(groups, total=len(groups), description=f"d={dim}"):
+        arms |= solvers.run_to_checkpoints(
             build,
-            arrays,
+            lanes,
             keys,
             init,
-            (),
             targets,
             by_calls=True,
-            cap=config.divergence_norm,
+            norm_cap=config.divergence_norm,
             max_iterations=10 * config.budget,
         )
-        for i, lane in enumerate(lanes):
-            arms[lane[0]] = {k: v[i] for k, v in out.items()}
 
     budget, tenth, hundredth = config.budget, config.budget // 10, config.budget // 100
     index = {c: int(np.searchsorted(targets, c)) for c in (hundredth, tenth, budget)}
@@ -540,12 +445,8 @@ def _bilinear_verdict(config: StochasticVIConfig, result: dict[str, Any]) -> dic
 
 
 def _figures(config: StochasticVIConfig, minty: dict[str, Any], bilinear: dict[str, Any]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig_b, ax = plt.subplots(figsize=(7, 4.5))
+    fig_b = Figure(figsize=(7, 4.5))
+    ax = fig_b.subplots()
     for name, arm in bilinear["arms"].items():
         calls = np.asarray(arm["calls_curve_median"])
         residual = np.asarray(arm["residual_curve_median"])
@@ -571,7 +472,8 @@ def _figures(config: StochasticVIConfig, minty: dict[str, Any], bilinear: dict[s
     ax.legend(fontsize=7)
     fig_b.tight_layout()
 
-    fig_m, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    fig_m = Figure(figsize=(10, 4))
+    left, right = fig_m.subplots(1, 2)
     targets = np.asarray(minty["iteration_targets"])
     for name in ("gda", "eg", "eg+"):
         curve = np.asarray(minty["stochastic"][name]["norm_curve_median"])

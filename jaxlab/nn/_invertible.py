@@ -29,6 +29,8 @@ import scipy.linalg
 from flax import nnx
 from jax.typing import ArrayLike
 
+from jaxlab._src.validation import check_positive_int
+
 __all__ = [
     "ActNormLU",
     "ConditionalMADE",
@@ -45,12 +47,6 @@ __all__ = [
 
 class Buffer(nnx.Variable):
     """A non-trainable array of a module (masks, permutations, signs, bounds)."""
-
-
-def _check_positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
 
 
 def _check_last_axis(x: jax.Array, size: int, name: str) -> None:
@@ -125,8 +121,8 @@ class ConditionalMADE(nnx.Module):
         clamp_log_scale: bool = False,
         rngs: nnx.Rngs,
     ):
-        n = _check_positive_int(num_features, "num_features")
-        h = _check_positive_int(hidden, "hidden")
+        n = check_positive_int(num_features, "num_features")
+        h = check_positive_int(hidden, "hidden")
         if isinstance(embed_features, bool) or not isinstance(embed_features, int):
             raise TypeError(f"embed_features must be an int >= 0, got {embed_features!r}")
         if embed_features < 0:
@@ -255,7 +251,7 @@ class ActNormLU(nnx.Module):
     """
 
     def __init__(self, num_features: int, *, rngs: nnx.Rngs):
-        n = _check_positive_int(num_features, "num_features")
+        n = check_positive_int(num_features, "num_features")
         self.num_features = n
         # Factorised on the host (numpy/scipy): no per-op compilation when a net is built.
         gaussian = np.asarray(jax.random.normal(rngs.params(), (n, n)), np.float64)
@@ -348,9 +344,9 @@ class MLPEncoder(nnx.Module):
         self, condition_shape: Sequence[int], out_features: int, hidden: int = 64, *, rngs
     ):
         self.condition_shape = tuple(int(s) for s in condition_shape)
-        self.out_features = _check_positive_int(out_features, "out_features")
+        self.out_features = check_positive_int(out_features, "out_features")
         size = math.prod(self.condition_shape)
-        self.mlp = _MLP([size, _check_positive_int(hidden, "hidden"), out_features], rngs=rngs)
+        self.mlp = _MLP([size, check_positive_int(hidden, "hidden"), out_features], rngs=rngs)
 
     def __call__(self, condition: jax.Array) -> jax.Array:
         condition = jnp.asarray(condition)
@@ -388,10 +384,10 @@ class DeepSetsEncoder(nnx.Module):
     """
 
     def __init__(self, element_features: int, out_features: int, hidden: int = 64, *, rngs):
-        d = _check_positive_int(element_features, "element_features")
-        h = _check_positive_int(hidden, "hidden")
+        d = check_positive_int(element_features, "element_features")
+        h = check_positive_int(hidden, "hidden")
         self.element_features = d
-        self.out_features = _check_positive_int(out_features, "out_features")
+        self.out_features = check_positive_int(out_features, "out_features")
         self.phi = _MLP([d, h, h], rngs=rngs)
         self.rho = _MLP([h, h, out_features], rngs=rngs)
 
@@ -432,10 +428,10 @@ class QuadMixerEncoder(nnx.Module):
     """
 
     def __init__(self, num_features: int, out_features: int, hidden: int = 64, *, rngs):
-        n = _check_positive_int(num_features, "num_features")
-        h = _check_positive_int(hidden, "hidden")
+        n = check_positive_int(num_features, "num_features")
+        h = check_positive_int(hidden, "hidden")
         self.num_features = n
-        self.out_features = _check_positive_int(out_features, "out_features")
+        self.out_features = check_positive_int(out_features, "out_features")
         self.row_mlp = _MLP([n, h, h], rngs=rngs)
         self.column_mlp = _MLP([n, h, 1], rngs=rngs)
         self.linear_mlp = _MLP([n + 1, h, h], rngs=rngs)
@@ -503,9 +499,9 @@ class InvertibleNet(nnx.Module):
         clamp_log_scale: bool = False,
         rngs: nnx.Rngs,
     ):
-        n = _check_positive_int(num_features, "num_features")
-        num_layers = _check_positive_int(num_layers, "num_layers")
-        hidden = max(n + 1, 64) if hidden is None else _check_positive_int(hidden, "hidden")
+        n = check_positive_int(num_features, "num_features")
+        num_layers = check_positive_int(num_layers, "num_layers")
+        hidden = max(n + 1, 64) if hidden is None else check_positive_int(hidden, "hidden")
         embed = 0
         if condition_encoder is not None:
             embed = getattr(condition_encoder, "out_features", None)
@@ -645,8 +641,8 @@ def sample_latents(rng_key: jax.Array, num_samples: int, num_features: int) -> j
     References:
       C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (latent sampling of the public code).
     """
-    num_samples = _check_positive_int(num_samples, "num_samples")
-    n = _check_positive_int(num_features, "num_features")
+    num_samples = check_positive_int(num_samples, "num_samples")
+    n = check_positive_int(num_features, "num_features")
     if n > 2:
         return jax.random.uniform(rng_key, (num_samples, n), minval=-1.0, maxval=1.0)
     direction_key, radius_key = jax.random.split(rng_key)
@@ -822,10 +818,10 @@ def train_homeomorphism(
     References:
       C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (training recipe of the public code).
     """
-    num_steps = _check_positive_int(num_steps, "num_steps")
-    batch_size = _check_positive_int(batch_size, "batch_size")
-    decay_every = _check_positive_int(decay_every, "decay_every")
-    chunk_size = _check_positive_int(chunk_size, "chunk_size")
+    num_steps = check_positive_int(num_steps, "num_steps")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    decay_every = check_positive_int(decay_every, "decay_every")
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
     latents = jnp.asarray(latents)
     if latents.ndim != 2 or latents.shape[-1] != model.num_features:
         raise ValueError(f"latents must have shape (N, {model.num_features}), got {latents.shape}")

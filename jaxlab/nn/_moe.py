@@ -33,9 +33,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import nnx
 from jax.typing import ArrayLike
+
+from jaxlab._src.validation import check_int, check_positive, check_positive_int
 
 __all__ = [
     "GATES",
@@ -43,24 +44,16 @@ __all__ = [
     "MoEStats",
     "RouterOutput",
     "TopKRouter",
+    "capacity_keep_mask",
     "load_balancing_loss",
 ]
 
 GATES = ("softmax_topk", "topk_softmax")
 
 
-def _check_positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
-
-
 def _check_top_k(top_k: Any, num_experts: int) -> int:
-    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
-        raise TypeError(f"top_k must be a Python int (it fixes shapes), got {top_k!r}")
-    if not 1 <= top_k <= num_experts:
-        raise ValueError(f"top_k must be in [1, num_experts={num_experts}], got {top_k}")
-    return int(top_k)
+    # A static int: it fixes the shapes of the selection.
+    return check_int(top_k, "top_k", minimum=1, maximum=num_experts)
 
 
 def _check_gate(gate: Any) -> str:
@@ -72,13 +65,10 @@ def _check_gate(gate: Any) -> str:
 def _check_capacity_factor(capacity_factor: Any) -> float | None:
     if capacity_factor is None:
         return None
-    if isinstance(capacity_factor, bool) or not isinstance(
-        capacity_factor, (int, float, np.integer, np.floating)
-    ):
-        raise TypeError(f"capacity_factor must be None or a number, got {capacity_factor!r}")
-    if not (math.isfinite(capacity_factor) and capacity_factor > 0):
-        raise ValueError(f"capacity_factor must be None or > 0, got {capacity_factor!r}")
-    return float(capacity_factor)
+    number = check_positive(capacity_factor, "capacity_factor")
+    if number is None:
+        raise TypeError("capacity_factor must be None or a concrete number (it sets shapes)")
+    return number
 
 
 def _check_last_axis(x: jax.Array, size: int, name: str) -> None:
@@ -244,8 +234,8 @@ class TopKRouter(nnx.Module):
         tie_break_noise: float = 1e-6,
         rngs: nnx.Rngs,
     ):
-        self.in_features = _check_positive_int(in_features, "in_features")
-        self.num_experts = _check_positive_int(num_experts, "num_experts")
+        self.in_features = check_positive_int(in_features, "in_features")
+        self.num_experts = check_positive_int(num_experts, "num_experts")
         self.top_k = _check_top_k(top_k, self.num_experts)
         self.gate = _check_gate(gate)
         if not (isinstance(init_std, (int, float)) and init_std >= 0):
@@ -281,12 +271,30 @@ class TopKRouter(nnx.Module):
         return RouterOutput(gates, router_probs, dispatch_mask, expert_index, logits)
 
 
-def _capacity_keep_mask(expert_index: jax.Array, num_experts: int, capacity: int) -> jax.Array:
+def capacity_keep_mask(expert_index: jax.Array, num_experts: int, capacity: int) -> jax.Array:
     """``[N, M]`` bool: which of the top-K assignments fit in the experts' buffers.
 
     Priority (GShard): every token's first choice is placed before any second choice, and within
     a choice rank earlier tokens come first; an assignment is kept if it is among the first
     ``capacity`` assignments of its expert in that order.
+
+    Args:
+      expert_index: ``[N, K]`` int, the experts chosen by each token, best first.
+      num_experts: M.
+      capacity: slots per expert.
+
+    Returns:
+      ``[N, M]`` bool mask of the kept assignments.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> # three tokens all choose expert 0 first, then expert 1; one slot per expert
+      >>> capacity_keep_mask(jnp.array([[0, 1], [0, 1], [0, 1]]), 2, 1).astype(int).tolist()
+      [[1, 1], [0, 0], [0, 0]]
+
+    References:
+      Lepikhin et al., "GShard: Scaling Giant Models with Conditional Computation and Automatic
+      Sharding", ICLR 2021 (the priority order).
     """
     num_tokens, top_k = expert_index.shape
     one_hot = jax.nn.one_hot(expert_index.T, num_experts, dtype=jnp.int32)  # [K, N, M]
@@ -366,9 +374,9 @@ class MixtureOfExperts(nnx.Module):
         router_init_std: float = 0.02,
         rngs: nnx.Rngs,
     ):
-        self.in_features = _check_positive_int(in_features, "in_features")
-        self.hidden_features = _check_positive_int(hidden_features, "hidden_features")
-        self.num_experts = _check_positive_int(num_experts, "num_experts")
+        self.in_features = check_positive_int(in_features, "in_features")
+        self.hidden_features = check_positive_int(hidden_features, "hidden_features")
+        self.num_experts = check_positive_int(num_experts, "num_experts")
         self.top_k = _check_top_k(top_k, self.num_experts)
         self.gate = _check_gate(gate)
         self.capacity_factor = _check_capacity_factor(capacity_factor)
@@ -415,7 +423,7 @@ class MixtureOfExperts(nnx.Module):
         if capacity is None:
             kept = route.dispatch_mask
         else:
-            kept = _capacity_keep_mask(route.expert_index, self.num_experts, capacity)
+            kept = capacity_keep_mask(route.expert_index, self.num_experts, capacity)
         combine = jnp.where(kept, route.gates, 0.0)
         num_dropped = self.top_k * num_tokens - jnp.sum(kept, dtype=jnp.int32)
 

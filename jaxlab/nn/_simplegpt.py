@@ -30,12 +30,21 @@ import optax
 from flax import nnx
 from jax.typing import ArrayLike
 
+from jaxlab._src.validation import (
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+)
+
 __all__ = [
     "GPTConfig",
     "SimpleGPT",
     "SimpleNorm",
+    "depth_init_std",
     "ffn_hidden_size",
     "language_model_loss",
+    "rotary_embedding",
     "simplegpt_optimizer",
     "simplegpt_schedule",
 ]
@@ -46,12 +55,6 @@ _INIT_CUTOFF = 2.0
 _PLACEMENTS = ("simple", "pre", "pre_qk")
 _FFNS = ("swiglu", "relu")
 _NORMS = ("rms", "layer")
-
-
-def _check_positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
 
 
 def truncated_normal_init(std: float, cutoff: float | None = None) -> Callable[..., jax.Array]:
@@ -65,7 +68,26 @@ def truncated_normal_init(std: float, cutoff: float | None = None) -> Callable[.
 
 
 def depth_init_std(layer: int, num_layers: int, *, depth_init: bool = True) -> float:
-    """``0.02/√(2(ℓ+1))`` for layer ``ℓ`` (``0.02/√(2L)`` without depth init)."""
+    """Init std of the output maps of layer ``ℓ``: ``0.02/√(2(ℓ+1))`` (``0.02/√(2L)`` without).
+
+    The SimpleGPT code's depth-scaled initialisation of each block's last projections (attention
+    output and FFN ``w2``); without ``depth_init`` every layer uses the GPT-2 ``0.02/√(2L)``.
+
+    Args:
+      layer: ``ℓ``, 0-based.
+      num_layers: ``L``.
+      depth_init: scale with the layer index (True) or with the depth ``L``.
+
+    Returns:
+      The std as a float.
+
+    Examples:
+      >>> round(depth_init_std(0, 4), 6), round(depth_init_std(3, 4, depth_init=False), 6)
+      (0.014142, 0.007071)
+
+    References:
+      Chen et al., "SimpleGPT: Improving GPT via A Simple Normalization Strategy", ICML 2026.
+    """
     return _INIT_STD / math.sqrt(2.0 * ((layer + 1) if depth_init else num_layers))
 
 
@@ -163,11 +185,10 @@ class SimpleNorm(nnx.Module):
         kernel_init: Callable[..., jax.Array] | None = None,
         rngs: nnx.Rngs,
     ):
-        in_features = _check_positive_int(in_features, "in_features")
-        out_features = _check_positive_int(out_features, "out_features")
-        num_groups = _check_positive_int(num_groups, "num_groups")
-        if not epsilon >= 0:
-            raise ValueError(f"epsilon must be >= 0, got {epsilon}")
+        in_features = check_positive_int(in_features, "in_features")
+        out_features = check_positive_int(out_features, "out_features")
+        num_groups = check_positive_int(num_groups, "num_groups")
+        check_nonnegative(epsilon, "epsilon")
         kernel_init = kernel_init or truncated_normal_init(_INIT_STD, _INIT_CUTOFF)
         self.in_features, self.out_features = in_features, out_features
         self.linear = _Linear(in_features, out_features, kernel_init=kernel_init, rngs=rngs)
@@ -245,7 +266,7 @@ class GPTConfig:
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "num_layers", "num_heads", "multiple_of", "max_len"):
-            _check_positive_int(getattr(self, name), name)
+            check_positive_int(getattr(self, name), name)
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
         if (self.d_model // self.num_heads) % 2:
@@ -254,43 +275,32 @@ class GPTConfig:
                 "(RoPE rotates pairs)"
             )
         if self.num_kv_heads is not None:
-            _check_positive_int(self.num_kv_heads, "num_kv_heads")
+            check_positive_int(self.num_kv_heads, "num_kv_heads")
             if self.num_heads % self.num_kv_heads:
                 raise ValueError(
                     f"num_kv_heads={self.num_kv_heads} must divide num_heads={self.num_heads}"
                 )
-        if not self.ffn_multiplier > 0:
-            raise ValueError(f"ffn_multiplier must be > 0, got {self.ffn_multiplier}")
-        if not self.rope_theta > 0:
-            raise ValueError(f"rope_theta must be > 0, got {self.rope_theta}")
+        check_positive(self.ffn_multiplier, "ffn_multiplier")
+        check_positive(self.rope_theta, "rope_theta")
         if self.norm_placement not in _PLACEMENTS:
             raise ValueError(
                 f"norm_placement must be one of {_PLACEMENTS}, got {self.norm_placement!r}"
             )
         if self.ffn not in _FFNS:
             raise ValueError(f"ffn must be one of {_FFNS}, got {self.ffn!r}")
-        if not self.epsilon > 0:
-            raise ValueError(f"epsilon must be > 0, got {self.epsilon}")
-        if isinstance(self.num_experts, bool) or not isinstance(
-            self.num_experts, (int, np.integer)
-        ):
-            raise TypeError(f"num_experts must be an int, got {self.num_experts!r}")
-        if self.num_experts < 0:
-            raise ValueError(f"num_experts must be >= 0, got {self.num_experts}")
+        check_positive(self.epsilon, "epsilon")
+        check_int(self.num_experts, "num_experts", minimum=0)
         if self.num_experts > 0:
-            _check_positive_int(self.experts_top_k, "experts_top_k")
+            check_positive_int(self.experts_top_k, "experts_top_k")
             if self.experts_top_k > self.num_experts:
                 raise ValueError(
                     f"experts_top_k={self.experts_top_k} must be <= num_experts={self.num_experts}"
                 )
         if not isinstance(self.moe_gate, str):
             raise TypeError(f"moe_gate must be a str, got {self.moe_gate!r}")
-        if self.moe_capacity_factor is not None and not self.moe_capacity_factor > 0:
-            raise ValueError(
-                f"moe_capacity_factor must be > 0 or None, got {self.moe_capacity_factor}"
-            )
-        if not self.moe_aux_weight >= 0:
-            raise ValueError(f"moe_aux_weight must be >= 0, got {self.moe_aux_weight}")
+        if self.moe_capacity_factor is not None:
+            check_positive(self.moe_capacity_factor, "moe_capacity_factor")
+        check_nonnegative(self.moe_aux_weight, "moe_aux_weight")
 
     @property
     def head_dim(self) -> int:
@@ -329,8 +339,30 @@ def ffn_hidden_size(config: GPTConfig) -> int:
     return m * ((hidden + m - 1) // m)
 
 
-def _rope(x: jax.Array, theta: float) -> jax.Array:
-    """Rotary embedding of ``x[B, T, H, d_h]`` at positions ``0..T-1`` (half-split pairs)."""
+def rotary_embedding(x: jax.Array, theta: float) -> jax.Array:
+    """Rotary embedding of ``x[B, T, H, d_h]`` at positions ``0..T-1`` (half-split pairs).
+
+    Pairs ``(x_i, x_{i + d_h/2})`` at position ``t`` are rotated by the angle ``t·θ^(-i/(d_h/2))``
+    (the Llama layout), so ``⟨rope(q)_t, rope(k)_s⟩`` depends on ``t − s`` only. Computed in at
+    least float32, returned in ``x``'s dtype.
+
+    Args:
+      x: ``[B, T, H, d_h]`` with even ``d_h``.
+      theta: the base ``θ`` (1e4 in Llama).
+
+    Returns:
+      The rotated array, same shape and dtype.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> x = jax.random.normal(jax.random.key(0), (1, 5, 2, 8))
+      >>> y = rotary_embedding(x, 1e4)
+      >>> bool(jnp.allclose(jnp.linalg.norm(y, axis=-1), jnp.linalg.norm(x, axis=-1)))  # rotation
+      True
+
+    References:
+      Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", 2021.
+    """
     seq_len, head_dim = x.shape[1], x.shape[-1]
     half = head_dim // 2
     inv_freq = theta ** (-jnp.arange(half, dtype=jnp.float32) / half)
@@ -376,8 +408,8 @@ class _Attention(nnx.Module):
             q, k = self.q_norm(q), self.k_norm(k)
         if record is not None:
             record.update({f"{prefix}.q": q, f"{prefix}.k": k, f"{prefix}.v": v})
-        q = _rope(jnp.reshape(q, (b, t, c.num_heads, c.head_dim)), c.rope_theta)
-        k = _rope(jnp.reshape(k, (b, t, c.kv_heads, c.head_dim)), c.rope_theta)
+        q = rotary_embedding(jnp.reshape(q, (b, t, c.num_heads, c.head_dim)), c.rope_theta)
+        k = rotary_embedding(jnp.reshape(k, (b, t, c.kv_heads, c.head_dim)), c.rope_theta)
         v = jnp.reshape(v, (b, t, c.kv_heads, c.head_dim))
         groups = c.num_heads // c.kv_heads
         if groups > 1:  # grouped-query attention: each k/v head serves `groups` query heads
@@ -649,15 +681,11 @@ def simplegpt_schedule(peak_lr: ArrayLike, warmup_steps: int, total_steps: int) 
       >>> [round(float(schedule(s)), 6) for s in (0, 14, 15, 158, 299)]
       [0.0625, 0.9375, 1.0, 0.498246, 0.003509]
     """
-    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, (int, np.integer)):
-        raise TypeError(f"warmup_steps must be an int, got {warmup_steps!r}")
-    if warmup_steps < 0:
-        raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
-    total_steps = _check_positive_int(total_steps, "total_steps")
+    warmup_steps = check_int(warmup_steps, "warmup_steps", minimum=0)
+    total_steps = check_positive_int(total_steps, "total_steps")
     if total_steps <= warmup_steps:
         raise ValueError(f"total_steps={total_steps} must exceed warmup_steps={warmup_steps}")
-    if isinstance(peak_lr, (int, float)) and not peak_lr > 0:
-        raise ValueError(f"peak_lr must be > 0, got {peak_lr}")
+    check_positive(peak_lr, "peak_lr")
 
     def schedule(step):
         s = jnp.asarray(step, jnp.float32)
@@ -691,10 +719,9 @@ def simplegpt_optimizer(
       >>> updates["w"].round(5)  # -lr·(sign(g) + 0.1·w) with lr = 1e-2/3 at step 0
       Array([-0.00367, -0.00367, -0.00367], dtype=float32)
     """
-    if isinstance(weight_decay, (int, float)) and not weight_decay >= 0:
-        raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
-    if isinstance(learning_rate, (int, float)) and not learning_rate > 0:
-        raise ValueError(f"learning_rate must be > 0, got {learning_rate}")
+    check_nonnegative(weight_decay, "weight_decay")
+    if not callable(learning_rate):
+        check_positive(learning_rate, "learning_rate")
     return optax.chain(
         optax.clip_by_global_norm(1.0),
         optax.adamw(learning_rate, b1=0.9, b2=0.95, eps=1e-8, weight_decay=weight_decay),

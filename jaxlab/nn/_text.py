@@ -2,8 +2,10 @@
 
 The corpus is the running Python's own standard library (its ``.py`` sources, sorted by path and
 concatenated), so every machine with the same Python version builds the same bytes. Tokens are
-bytes (vocabulary 256). :func:`train_language_model` drives ``nnx.Optimizer`` with any optax
-transform, in jitted ``lax.scan`` chunks, and returns the loss history as numpy arrays.
+bytes (vocabulary 256). :func:`scan_train` is the one training loop of the library: any loss on
+pure parameters, any optax transform, one ``lax.scan`` over the steps (jit- and vmap-friendly, so
+learning rates and seeds can be traced lanes). :func:`train_language_model` drives it on an nnx
+model in jitted chunks and returns the loss history as numpy arrays.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import pathlib
 import sys
 import sysconfig
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -21,18 +23,21 @@ import numpy as np
 import optax
 from flax import nnx
 
+from jaxlab._src.validation import check_int, check_positive_int, check_real
 from jaxlab.nn._simplegpt import language_model_loss
 
-__all__ = ["sample_batch", "split_corpus", "stdlib_byte_corpus", "train_language_model"]
+__all__ = [
+    "ScanTrainResult",
+    "loss_curve_stability",
+    "sample_batch",
+    "scan_train",
+    "split_corpus",
+    "stdlib_byte_corpus",
+    "train_language_model",
+]
 
 # Third-party packages can live under the stdlib directory; they are not part of the corpus.
 _EXCLUDED_DIRS = {"site-packages", "dist-packages", "__pycache__"}
-
-
-def _check_positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
 
 
 @functools.lru_cache(maxsize=4)
@@ -74,7 +79,7 @@ def stdlib_byte_corpus(max_bytes: int = 2_000_000) -> np.ndarray:
       >>> bytes(stdlib_byte_corpus(1000)) == bytes(data)  # deterministic
       True
     """
-    max_bytes = _check_positive_int(max_bytes, "max_bytes")
+    max_bytes = check_positive_int(max_bytes, "max_bytes")
     data = np.frombuffer(_stdlib_bytes(max_bytes), dtype=np.uint8)
     if data.size == 0:
         raise FileNotFoundError(f"no .py sources found in the standard library of {sys.version}")
@@ -102,8 +107,14 @@ def split_corpus(data: Any, val_fraction: float = 0.1) -> tuple[np.ndarray, np.n
     data = np.asarray(data)
     if data.ndim != 1:
         raise ValueError(f"data must be 1-D, got shape {data.shape}")
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    check_real(
+        val_fraction,
+        "val_fraction",
+        minimum=0.0,
+        maximum=1.0,
+        include_minimum=False,
+        include_maximum=False,
+    )
     n_val = int(val_fraction * data.size)
     if n_val < 1 or n_val >= data.size:
         raise ValueError(
@@ -136,8 +147,8 @@ def sample_batch(
       >>> tokens.shape, bool(jnp.all(targets == tokens + 1))
       ((4, 8), True)
     """
-    batch_size = _check_positive_int(batch_size, "batch_size")
-    seq_len = _check_positive_int(seq_len, "seq_len")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    seq_len = check_positive_int(seq_len, "seq_len")
     data = jnp.asarray(data)
     if data.ndim != 1:
         raise ValueError(f"data must be 1-D, got shape {data.shape}")
@@ -149,6 +160,174 @@ def sample_batch(
     window = jax.vmap(lambda s: jax.lax.dynamic_slice(data, (s,), (seq_len + 1,)))(starts)
     window = window.astype(jnp.int32)
     return window[:, :-1], window[:, 1:]
+
+
+class ScanTrainResult(NamedTuple):
+    """What :func:`scan_train` returns.
+
+    Attributes:
+      params: the parameters after the last step.
+      opt_state: the optimizer state after the last step (pass it back to continue training).
+      losses: ``(num_steps,)`` loss of every step, at the parameters before that step's update
+        (``None`` when ``num_steps`` is traced).
+      aux: the loss function's auxiliary output of every step, stacked on a leading
+        ``num_steps`` axis (``None`` unless ``has_aux``).
+      checkpoints: the parameters after every ``checkpoint_every`` steps, stacked on a leading
+        ``num_steps // checkpoint_every`` axis (the last entry equals ``params``; ``None``
+        unless ``checkpoint_every``).
+
+    Examples:
+      >>> import jax.numpy as jnp, optax
+      >>> result = scan_train(lambda w, b: jnp.sum((w - b) ** 2), jnp.zeros(2), optax.sgd(0.25),
+      ...                     lambda step: jnp.ones(2), 3)
+      >>> result.losses.tolist(), result.aux is None, result.checkpoints is None
+      ([2.0, 0.5, 0.125], True, True)
+    """
+
+    params: Any
+    opt_state: Any
+    losses: jax.Array
+    aux: Any
+    checkpoints: Any
+
+
+def scan_train(
+    loss_fn: Callable[..., Any],
+    params: Any,
+    tx: optax.GradientTransformation,
+    batches: Callable[[jax.Array], Any] | Any,
+    num_steps: int | jax.Array,
+    *,
+    opt_state: Any = None,
+    start_step: Any = 0,
+    has_aux: bool = False,
+    checkpoint_every: int | None = None,
+) -> ScanTrainResult:
+    """``num_steps`` optimizer steps on pure parameters, as one ``lax.scan`` (the library's loop).
+
+    Step ``i`` (global step id ``s = start_step + i``) computes
+    ``loss, grads = value_and_grad(loss_fn)(params, batch_s)``, then
+    ``updates, opt_state = tx.update(grads, opt_state, params)`` and
+    ``params = optax.apply_updates(params, updates)``. ``batch_s`` is ``batches(s)`` when
+    ``batches`` is a callable (typically ``lambda s: sample_batch(fold_in(key, s), ...)``, so a
+    run split into chunks sees the same batches), else ``batches[i]`` of a pytree whose leaves
+    have a leading ``num_steps`` axis.
+
+    The function is pure and traceable: call it under ``jax.jit``, and under ``jax.vmap`` to
+    train several lanes (seeds, learning rates) in one compiled program. Build ``tx`` inside the
+    traced function with the learning rate as a traced argument (a schedule belongs inside
+    ``tx``), so lanes with different learning rates share one compilation. For an nnx model,
+    split it first (``graphdef, params, rest = nnx.split(model, nnx.Param, ...)``) and merge
+    inside ``loss_fn``; :func:`train_language_model` does that.
+
+    Args:
+      loss_fn: ``(params, batch) -> scalar`` (``-> (scalar, aux)`` with ``has_aux``).
+      params: the initial parameters (any pytree of arrays).
+      tx: any ``optax.GradientTransformation``.
+      batches: ``step -> batch`` (``step`` an int32 scalar), or a pytree of stacked batches.
+      num_steps: steps of this call: a static int ``>= 1`` (one ``lax.scan``), or a traced int
+        scalar (a ``lax.fori_loop``: one compilation serves every length, e.g. a run stopped at
+        uneven step counts; losses, aux and checkpoints are then not recorded, ``None``).
+      opt_state: the optimizer state to continue from (default ``tx.init(params)``).
+      start_step: the global id of the first step (may be traced), so a chunked run draws the
+        batches of one long run.
+      has_aux: whether ``loss_fn`` returns ``(loss, aux)``; the stacked aux is returned.
+      checkpoint_every: also return the parameters after every this many steps (static; must
+        divide ``num_steps``). The steps then run as a scan of scans, with the same arithmetic.
+
+    Returns:
+      A :class:`ScanTrainResult` ``(params, opt_state, losses, aux, checkpoints)``.
+
+    Examples:
+      Least squares with Adam, four learning rates as vmapped lanes of one compiled program:
+
+      >>> import jax, jax.numpy as jnp, optax
+      >>> x = jax.random.normal(jax.random.key(0), (64, 3))
+      >>> y = x @ jnp.array([1.0, -2.0, 0.5])
+      >>> def loss_fn(w, batch):
+      ...     xb, yb = batch
+      ...     return jnp.mean((xb @ w - yb) ** 2)
+      >>> def batch(step):
+      ...     rows = jax.random.randint(jax.random.fold_in(jax.random.key(1), step), (16,), 0, 64)
+      ...     return x[rows], y[rows]
+      >>> @jax.jit
+      ... @jax.vmap
+      ... def train(lr):
+      ...     result = scan_train(loss_fn, jnp.zeros(3), optax.adam(lr), batch, 200,
+      ...                         checkpoint_every=100)
+      ...     return result.losses, result.checkpoints
+      >>> losses, checkpoints = train(jnp.array([1e-3, 1e-2, 3e-2, 1e-1]))
+      >>> losses.shape, checkpoints.shape
+      ((4, 200), (4, 2, 3))
+      >>> bool(losses[-1, -1] < 1e-3 < losses[0, -1])
+      True
+    """
+    dynamic = isinstance(num_steps, jax.core.Tracer)
+    if not dynamic:
+        num_steps = check_positive_int(num_steps, "num_steps")
+    if not isinstance(tx, optax.GradientTransformation):
+        raise TypeError(f"tx must be an optax.GradientTransformation, got {type(tx).__name__}")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    if dynamic and (checkpoint_every is not None or not callable(batches)):
+        raise ValueError(
+            "a traced num_steps needs batches as a callable and no checkpoint_every (neither "
+            "stacked batches nor checkpoints have a static length then)"
+        )
+    if checkpoint_every is not None:
+        checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
+        if num_steps % checkpoint_every:
+            raise ValueError(
+                f"checkpoint_every={checkpoint_every} must divide num_steps={num_steps}"
+            )
+    if opt_state is None:
+        opt_state = tx.init(params)
+
+    def step(carry, x):
+        params, opt_state = carry
+        step_id, batch = x
+        if batch is None:
+            batch = batches(step_id)
+        if has_aux:
+            (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, batch)
+        else:
+            loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+            aux = None
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), (loss, aux)
+
+    if dynamic:
+
+        def body(step_id, carry):
+            return step(carry, (step_id, None))[0]
+
+        stop = start_step + num_steps
+        params, opt_state = jax.lax.fori_loop(start_step, stop, body, (params, opt_state))
+        return ScanTrainResult(params, opt_state, None, None, None)
+    step_ids = start_step + jnp.arange(num_steps)
+    if callable(batches):
+        xs = (step_ids, None)
+    else:
+        leading = {jnp.shape(leaf)[:1] for leaf in jax.tree.leaves(batches)}
+        if leading != {(num_steps,)}:
+            raise ValueError(
+                f"stacked batches need a leading axis of num_steps={num_steps} on every leaf, "
+                f"got leading shapes {sorted(leading)}"
+            )
+        xs = (step_ids, batches)
+    if checkpoint_every is None:
+        (params, opt_state), (losses, aux) = jax.lax.scan(step, (params, opt_state), xs)
+        return ScanTrainResult(params, opt_state, losses, aux, None)
+
+    def chunk(carry, x):
+        carry, out = jax.lax.scan(step, carry, x)
+        return carry, (carry[0], out)
+
+    chunks = num_steps // checkpoint_every
+    xs = jax.tree.map(lambda v: jnp.reshape(v, (chunks, checkpoint_every, *v.shape[1:])), xs)
+    (params, opt_state), (checkpoints, (losses, aux)) = jax.lax.scan(chunk, (params, opt_state), xs)
+    flat = jax.tree.map(lambda v: jnp.reshape(v, (num_steps, *v.shape[2:])), (losses, aux))
+    return ScanTrainResult(params, opt_state, flat[0], flat[1], checkpoints)
 
 
 def train_language_model(
@@ -170,9 +349,10 @@ def train_language_model(
     """Trains ``model`` in place with any optax transform on random windows of ``train_data``.
 
     Each step draws a batch with :func:`sample_batch` (key ``fold_in(rng_key, step)``), takes
-    ``nnx.value_and_grad(loss_fn)`` with respect to the ``nnx.Param`` variables and applies
-    ``nnx.Optimizer(model, tx, wrt=nnx.Param).update``. Steps run as one jitted ``lax.scan`` per
-    chunk of ``chunk_size`` steps (``eval_every`` when evaluating). Every ``eval_every`` steps
+    the gradient of ``loss_fn`` with respect to the ``nnx.Param`` variables and applies ``tx``
+    (what ``nnx.Optimizer(model, tx, wrt=nnx.Param).update`` does; other variables are held
+    fixed). Steps run as one jitted :func:`scan_train` per chunk of ``chunk_size`` steps
+    (``eval_every`` when evaluating). Every ``eval_every`` steps
     and at the end, the mean loss over ``eval_batches`` fixed batches of ``eval_data`` (the same
     windows each time) is recorded. Nothing about the optimizer is assumed, so AdamW, Muon or a
     jaxlab transform all plug in.
@@ -209,16 +389,16 @@ def train_language_model(
       >>> history["train_loss"].shape, bool(history["train_loss"][-1] < 1.0)
       ((40,), True)
     """
-    steps = _check_positive_int(steps, "steps")
-    batch_size = _check_positive_int(batch_size, "batch_size")
-    seq_len = _check_positive_int(seq_len, "seq_len")
-    eval_every = _check_positive_int(eval_every, "eval_every")
-    eval_batches = _check_positive_int(eval_batches, "eval_batches")
+    steps = check_positive_int(steps, "steps")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    seq_len = check_positive_int(seq_len, "seq_len")
+    eval_every = check_positive_int(eval_every, "eval_every")
+    eval_batches = check_positive_int(eval_batches, "eval_batches")
     if not isinstance(tx, optax.GradientTransformation):
         raise TypeError(f"tx must be an optax.GradientTransformation, got {type(tx).__name__}")
     if chunk_size is None:
         chunk_size = eval_every if eval_data is not None else min(steps, 100)
-    chunk_size = _check_positive_int(chunk_size, "chunk_size")
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
     train = jnp.asarray(train_data)
     sample_batch(jax.random.key(0), train, batch_size, seq_len)  # validates shapes eagerly
     batch_key, eval_key = jax.random.split(rng_key)
@@ -230,28 +410,27 @@ def train_language_model(
             lambda x: jnp.reshape(x, (eval_batches, batch_size, seq_len)), eval_windows
         )
 
-    optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
-    graphdef, state = nnx.split((model, optimizer))
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
 
-    @jax.jit
-    def run_chunk(state, step_ids):
-        def step(state, step_id):
-            model, optimizer = nnx.merge(graphdef, state)
-            tokens, targets = sample_batch(
-                jax.random.fold_in(batch_key, step_id), train, batch_size, seq_len
-            )
-            loss, grads = nnx.value_and_grad(lambda m: loss_fn(m, tokens, targets))(model)
-            optimizer.update(model, grads)
-            return nnx.state((model, optimizer)), loss
+    def loss_of(params, batch):
+        return loss_fn(nnx.merge(graphdef, params, rest), *batch)
 
-        return jax.lax.scan(step, state, step_ids)
+    def batch_of(step_id):
+        return sample_batch(jax.random.fold_in(batch_key, step_id), train, batch_size, seq_len)
+
+    @functools.partial(jax.jit, static_argnums=2)
+    def run_chunk(state, start, num_steps):
+        result = scan_train(
+            loss_of, state[0], tx, batch_of, num_steps, opt_state=state[1], start_step=start
+        )
+        return (result.params, result.opt_state), result.losses
 
     @jax.jit
     def evaluate(state):
-        model, _ = nnx.merge(graphdef, state)
-        losses = jax.lax.map(lambda batch: loss_fn(model, *batch), eval_windows)
+        losses = jax.lax.map(lambda batch: loss_of(state[0], batch), eval_windows)
         return jnp.mean(losses)
 
+    state = (params, tx.init(params))
     losses, eval_step, eval_loss = [], [], []
     stops = set(range(chunk_size, steps, chunk_size)) | {steps}
     if eval_data is not None:  # a chunk also ends at every evaluation
@@ -261,14 +440,79 @@ def train_language_model(
     if progress is not None:
         spans = progress.track(spans, total=len(spans), description="training")
     for start, stop in spans:
-        state, chunk_losses = run_chunk(state, jnp.arange(start, stop))
+        state, chunk_losses = run_chunk(state, jnp.int32(start), stop - start)
         losses.append(np.asarray(chunk_losses))
         if eval_data is not None and (stop % eval_every == 0 or stop == steps):
             eval_step.append(stop)
             eval_loss.append(float(evaluate(state)))
-    nnx.update((model, optimizer), state)
+    nnx.update(model, state[0])
     return {
         "train_loss": np.concatenate(losses),
         "eval_step": np.asarray(eval_step, dtype=np.int64),
         "eval_loss": np.asarray(eval_loss, dtype=np.float32),
+    }
+
+
+def loss_curve_stability(
+    losses: np.ndarray,
+    *,
+    warmup_steps: int,
+    min_drop: float = 0.5,
+    spike_threshold: float = 1.0,
+    tail_steps: int = 10,
+) -> dict[str, Any]:
+    """Whether a training run was stable: it learned, stayed finite and never spiked after warmup.
+
+    Stable = every loss finite, ``mean(losses[-tail_steps:]) < losses[0] − min_drop`` and
+    ``max_{s >= warmup} (losses[s] − min_{r <= s} losses[r]) <= spike_threshold``: the rule that
+    defines the largest stable learning rate of an LR sweep (``notes/simplegpt.md``).
+
+    Args:
+      losses: the train-loss curve of one run, ``(steps,)``.
+      warmup_steps: leading steps where spikes are allowed (the LR warmup), ``>= 0``.
+      min_drop: the final loss must be this far below the first loss.
+      spike_threshold: the most a loss may rise above the running minimum after warmup.
+      tail_steps: steps averaged into the final loss, ``>= 1``.
+
+    Returns:
+      ``{"stable", "finite", "final", "drop", "max_spike"}`` (``final`` the tail mean, ``drop``
+      the first loss minus it, ``max_spike`` the largest post-warmup rise; ``inf`` when a loss
+      is not finite).
+
+    Examples:
+      >>> import numpy as np
+      >>> curve = np.linspace(6.0, 3.0, 50)
+      >>> loss_curve_stability(curve, warmup_steps=5)["stable"]
+      True
+      >>> spiky = curve.copy(); spiky[30] += 1.5  # 1.5 above the running minimum after warmup
+      >>> rule = loss_curve_stability(spiky, warmup_steps=5)
+      >>> rule["max_spike"] > 1.0, rule["stable"]
+      (True, False)
+
+    References:
+      Chen et al., "SimpleGPT: Improving GPT via A Simple Normalization Strategy", ICML 2026
+      (the learning-rate sweep whose stability rule this is).
+    """
+    losses = np.asarray(losses, dtype=np.float64)
+    if losses.ndim != 1 or losses.size == 0:
+        raise ValueError(f"losses must be a non-empty 1-D curve, got shape {losses.shape}")
+    check_int(warmup_steps, "warmup_steps", minimum=0)
+    tail_steps = check_positive_int(tail_steps, "tail_steps")
+    check_real(min_drop, "min_drop")
+    check_real(spike_threshold, "spike_threshold", minimum=0.0)
+    finite = bool(np.all(np.isfinite(losses)))
+    final = float(np.mean(losses[-tail_steps:]))
+    if finite:
+        running_min = np.minimum.accumulate(losses)
+        max_spike = float(np.max(losses[warmup_steps:] - running_min[warmup_steps:], initial=0.0))
+    else:
+        max_spike = float("inf")
+    drop = float(losses[0] - final) if finite else float("nan")
+    stable = finite and drop > min_drop and max_spike <= spike_threshold
+    return {
+        "stable": bool(stable),
+        "finite": finite,
+        "final": final,
+        "drop": drop,
+        "max_spike": max_spike,
     }

@@ -19,9 +19,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
+
+from jaxlab._src.validation import check_positive_int
 
 __all__ = ["hvp", "top_eigenvalue"]
 
@@ -64,15 +65,12 @@ def hvp(loss_fn: Callable[[Any], jax.Array], params: Any, v: Any) -> Any:
 
 
 def _check_args(num_iters: Any, method: str, rng_key: Any) -> int:
-    if isinstance(num_iters, bool) or not isinstance(num_iters, (int, np.integer)):
-        raise TypeError(f"num_iters must be an int, got {num_iters!r}")
-    if num_iters < 1:
-        raise ValueError(f"num_iters must be >= 1, got {num_iters}")
+    num_iters = check_positive_int(num_iters, "num_iters")
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     if not isinstance(rng_key, jax.Array):
         raise TypeError(f"rng_key must be a jax.random key, got {type(rng_key).__name__}")
-    return int(num_iters)
+    return num_iters
 
 
 def top_eigenvalue(

@@ -18,6 +18,8 @@ from jaxlab.optim._deva import (
     deva,
     deva_matrix_labels,
     deva_vector,
+    is_hidden_matrix,
+    quadratic_toy_hessian,
     scale_by_deva_matrix,
     scale_by_deva_vector,
 )
@@ -42,6 +44,20 @@ from jaxlab.optim._error_feedback import (
     scale_by_error_feedback_21,
 )
 from jaxlab.optim._newton_schulz import newton_schulz_msign
+from jaxlab.optim._problems import (
+    DistributedProblem,
+    DistributedRun,
+    breast_cancer_workers,
+    compressed_gradient_descent,
+    distributed_least_squares,
+    logistic_reference_minimiser,
+    logistic_regression_problem,
+    nonconvex_logistic_regression_problem,
+    rotation_instance_rates,
+    run_distributed,
+    worst_case_rate,
+)
+from jaxlab.optim._soap import ScaleBySoapState, scale_by_soap
 
 __all__: list[str] = [
     # DeVA, issue 4 (jaxlab/optim/_deva.py, _newton_schulz.py)
@@ -50,9 +66,15 @@ __all__: list[str] = [
     "deva",
     "deva_matrix_labels",
     "deva_vector",
+    "is_hidden_matrix",
     "newton_schulz_msign",
+    "quadratic_toy_hessian",
     "scale_by_deva_matrix",
     "scale_by_deva_vector",
+    # SOAP, the deva experiment's baseline; its eigenbasis bookkeeping is DeVA-S∞'s
+    # (jaxlab/optim/_soap.py)
+    "ScaleBySoapState",
+    "scale_by_soap",
     # one-step gradient delay and its correction (jaxlab/optim/_delay.py)
     "DELAY_CORRECTIONS",
     "DelayState",
@@ -84,4 +106,17 @@ __all__: list[str] = [
     "linear_one_step_matrix",
     "richtarik_ef21_rate",
     "richtarik_ef21_step_size",
+    # error-feedback problems, baseline, simulated-workers loop, worst-case search
+    # (jaxlab/optim/_problems.py)
+    "DistributedProblem",
+    "DistributedRun",
+    "breast_cancer_workers",
+    "compressed_gradient_descent",
+    "distributed_least_squares",
+    "logistic_reference_minimiser",
+    "logistic_regression_problem",
+    "nonconvex_logistic_regression_problem",
+    "rotation_instance_rates",
+    "run_distributed",
+    "worst_case_rate",
 ]

@@ -29,12 +29,13 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
-import numbers
 from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxlab._src.validation import check_bool, check_in_range, check_int, check_real
 
 __all__ = [
     "Compressor",
@@ -70,12 +71,11 @@ def _index_bits(dim: int) -> int:
     return max(0, int(dim) - 1).bit_length()
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+def _normalize(compressor: Compressor, name: str, value: Any) -> None:
+    """Stores a checked number as a plain Python int/float (compressors are hashable statics)."""
+    if value is None:  # the validators let a traced value through; a compressor needs numbers
+        raise TypeError(f"{name} must be a static Python number, got a traced value")
+    object.__setattr__(compressor, name, value)
 
 
 def _accumulation_dtype(dtype) -> Any:
@@ -104,19 +104,16 @@ def _k_from(k: int | None, ratio: float | None, dim: int) -> int:
     return max(1, math.ceil(round(ratio * dim, 6)))
 
 
-def _check_k_ratio(k: Any, ratio: Any) -> None:
+def _check_k_ratio(compressor: Compressor) -> None:
+    """Exactly one of ``k`` (an int >= 1; ``k <= d`` is checked per vector) and ``ratio``."""
+    k, ratio = compressor.k, compressor.ratio
     if (k is None) == (ratio is None):
         raise ValueError(f"pass exactly one of k and ratio, got k={k!r}, ratio={ratio!r}")
     if k is not None:
-        if not _is_int(k):
-            raise TypeError(f"k must be an int in (0, d], got {k!r}")
-        if k <= 0:
-            raise ValueError(f"k must lie in (0, d], got {k}")
+        _normalize(compressor, "k", check_int(k, "k", minimum=1))
     else:
-        if not _is_real(ratio):
-            raise TypeError(f"ratio must be a number in (0, 1], got {ratio!r}")
-        if not 0.0 < ratio <= 1.0:
-            raise ValueError(f"ratio must lie in (0, 1], got {ratio}")
+        ratio = check_real(ratio, "ratio", minimum=0.0, maximum=1.0, include_minimum=False)
+        _normalize(compressor, "ratio", ratio)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -301,7 +298,7 @@ class _TopK(Compressor):
 
     def __post_init__(self):
         super().__post_init__()
-        _check_k_ratio(self.k, self.ratio)
+        _check_k_ratio(self)
 
     def compress(self, v, rng_key=None):
         v = _check_vector(v)
@@ -328,9 +325,8 @@ class _RandK(Compressor):
 
     def __post_init__(self):
         super().__post_init__()
-        _check_k_ratio(self.k, self.ratio)
-        if not isinstance(self.unbiased, bool):
-            raise TypeError(f"unbiased must be a bool, got {self.unbiased!r}")
+        _check_k_ratio(self)
+        check_bool(self.unbiased, "unbiased")
 
     def _kept(self, v, rng_key):
         k = _k_from(self.k, self.ratio, v.shape[0])
@@ -438,12 +434,8 @@ class _Rotation(Compressor):
 
     def __post_init__(self):
         super().__post_init__()
-        if not _is_real(self.epsilon):
-            raise TypeError(f"epsilon must be a number in [0, 1), got {self.epsilon!r}")
-        if not 0.0 <= self.epsilon < 1.0:
-            raise ValueError(f"epsilon must lie in [0, 1), got {self.epsilon}")
-        if not _is_real(self.theta) or not math.isfinite(self.theta):
-            raise ValueError(f"theta must be a finite angle in radians, got {self.theta!r}")
+        _normalize(self, "epsilon", check_in_range(self.epsilon, "epsilon", 0.0, 1.0))
+        _normalize(self, "theta", check_real(self.theta, "theta"))  # an angle in radians
 
     def compress(self, v, rng_key=None):
         v = _check_vector(v)
@@ -475,19 +467,10 @@ class _BlockTopK(Compressor):
 
     def __post_init__(self):
         super().__post_init__()
-        if not _is_int(self.block_size):
-            raise TypeError(f"block_size must be an int >= 1, got {self.block_size!r}")
-        if self.block_size < 1:
-            raise ValueError(f"block_size must be >= 1, got {self.block_size}")
-        if not _is_int(self.k_per_block):
-            raise TypeError(
-                f"k_per_block must be an int in (0, block_size], got {self.k_per_block!r}"
-            )
-        if not 0 < self.k_per_block <= self.block_size:
-            raise ValueError(
-                f"k_per_block must lie in (0, block_size] = (0, {self.block_size}], "
-                f"got {self.k_per_block}"
-            )
+        block_size = check_int(self.block_size, "block_size", minimum=1)
+        _normalize(self, "block_size", block_size)
+        k = check_int(self.k_per_block, "k_per_block", minimum=1, maximum=block_size)
+        _normalize(self, "k_per_block", k)
 
     def compress(self, v, rng_key=None):
         v = _check_vector(v)
@@ -541,15 +524,9 @@ class _ThresholdTopK(Compressor):
 
     def __post_init__(self):
         super().__post_init__()
-        _check_k_ratio(self.k, self.ratio)
-        if not _is_int(self.sample_size):
-            raise TypeError(f"sample_size must be an int >= 1, got {self.sample_size!r}")
-        if self.sample_size < 1:
-            raise ValueError(f"sample_size must be >= 1, got {self.sample_size}")
-        if not _is_real(self.oversample):
-            raise TypeError(f"oversample must be a number in [1, inf), got {self.oversample!r}")
-        if not (math.isfinite(self.oversample) and self.oversample >= 1.0):
-            raise ValueError(f"oversample must lie in [1, inf), got {self.oversample}")
+        _check_k_ratio(self)
+        _normalize(self, "sample_size", check_int(self.sample_size, "sample_size", minimum=1))
+        _normalize(self, "oversample", check_real(self.oversample, "oversample", minimum=1.0))
 
     def _nominal(self, dim: int) -> int:
         """The number of entries the threshold aims at, ``min(d, ceil(oversample k))``."""

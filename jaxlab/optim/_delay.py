@@ -20,13 +20,14 @@ References:
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 from jax.typing import ArrayLike
+
+from jaxlab._src.validation import check_int, check_nonnegative
 
 __all__ = ["DELAY_CORRECTIONS", "DelayState", "delayed"]
 
@@ -62,14 +63,6 @@ class DelayState(NamedTuple):
     inner_state: optax.OptState
 
 
-def _check_delay_steps(delay_steps: Any) -> int:
-    if isinstance(delay_steps, bool) or not isinstance(delay_steps, numbers.Integral):
-        raise TypeError(f"delay_steps must be an int (static), got {delay_steps!r}")
-    if delay_steps < 0:
-        raise ValueError(f"delay_steps must be >= 0, got {delay_steps}")
-    return int(delay_steps)
-
-
 def _check_correction(correction: Any) -> str:
     if correction is None:
         return "none"
@@ -80,19 +73,9 @@ def _check_correction(correction: Any) -> str:
     return correction
 
 
-def _check_nonnegative(value: Any, name: str) -> None:
-    # Only concrete Python numbers are checked: traced (injected) values must not be branched on.
-    if isinstance(value, numbers.Real) and not value >= 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-
-
 def _scaled(coefficient: ArrayLike, leaf: jax.Array) -> jax.Array:
     """``coefficient * leaf`` in ``leaf``'s dtype (no promotion of bf16 leaves)."""
     return jnp.asarray(coefficient).astype(leaf.dtype) * leaf
-
-
-def _select(condition: jax.Array, on_true: Any, on_false: Any) -> Any:
-    return jax.tree.map(lambda a, b: jnp.where(condition, a, b), on_true, on_false)
 
 
 def delayed(
@@ -136,8 +119,8 @@ def delayed(
 
     Raises:
       TypeError: ``inner`` is not an optax transform or ``delay_steps`` not an int.
-      ValueError: ``delay_steps < 0``, an unknown ``correction``, or a negative concrete
-        ``extrapolation``/``buffer_decay``.
+      ValueError: ``delay_steps < 0``, an unknown ``correction``, or a negative or non-finite
+        concrete ``extrapolation``/``buffer_decay``.
 
     Examples:
       >>> import jax.numpy as jnp, optax
@@ -153,7 +136,7 @@ def delayed(
       >>> delayed(optax.sgd(1.0), delay_steps=-1)
       Traceback (most recent call last):
       ...
-      ValueError: delay_steps must be >= 0, got -1
+      ValueError: delay_steps must be an int >= 0, got -1
 
     References:
       Zmushko et al., "One-Step Gradient Delay is Not a Barrier for Large-Scale Asynchronous
@@ -164,10 +147,10 @@ def delayed(
         raise TypeError(
             f"inner must be an optax.GradientTransformation, got {type(inner).__name__}"
         )
-    delay = _check_delay_steps(delay_steps)
+    delay = check_int(delay_steps, "delay_steps", minimum=0)
     mode = _check_correction(correction)
-    _check_nonnegative(extrapolation, "extrapolation")
-    _check_nonnegative(buffer_decay, "buffer_decay")
+    check_nonnegative(extrapolation, "extrapolation")
+    check_nonnegative(buffer_decay, "buffer_decay")
     inner = optax.with_extra_args_support(inner)
     if delay == 0 and mode == "none":
         return inner
@@ -201,7 +184,7 @@ def delayed(
             )
         else:
             stale, fifo = updates, ()
-        stale = jax.tree.map(lambda s, g: s.astype(g.dtype), stale, updates)
+        stale = optax.tree.cast_like(stale, updates)
         filled = count >= delay  # a delayed gradient exists
         has_previous = count >= delay + 1  # ... and so does the previous one
 
@@ -211,12 +194,12 @@ def delayed(
                 stale,
                 state.previous_gradient,
             )
-            previous_gradient = _select(filled, stale, state.previous_gradient)
+            previous_gradient = optax.tree.where(filled, stale, state.previous_gradient)
         else:
             inner_in, previous_gradient = stale, state.previous_gradient
 
         inner_out, inner_state = inner.update(inner_in, state.inner_state, params, **extra_args)
-        inner_state = _select(filled, inner_state, state.inner_state)
+        inner_state = optax.tree.where(filled, inner_state, state.inner_state)
 
         error = state.error
         if keep_update:
@@ -229,18 +212,18 @@ def delayed(
                 error = jax.tree.map(
                     lambda e, c: _scaled(buffer_decay, e).astype(c.dtype) + c, state.error, change
                 )
-                error = _select(filled, error, state.error)
+                error = optax.tree.where(filled, error, state.error)
                 change = error
             corrected = jax.tree.map(
                 lambda u, c: u + _scaled(extrapolation, c.astype(u.dtype)), inner_out, change
             )
-            previous_update = _select(filled, inner_out, state.previous_update)
+            previous_update = optax.tree.where(filled, inner_out, state.previous_update)
         else:
             corrected, previous_update = inner_out, state.previous_update
 
-        out = jax.tree.map(lambda a: jnp.where(filled, a, jnp.zeros_like(a)), corrected)
+        out = optax.tree.where(filled, corrected, optax.tree.zeros_like(corrected))
         new_state = DelayState(
-            count=optax.safe_int32_increment(count),
+            count=optax.safe_increment(count),
             gradient_fifo=fifo,
             previous_gradient=previous_gradient,
             previous_update=previous_update,

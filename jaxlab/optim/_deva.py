@@ -24,7 +24,15 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
+from jaxlab._src.validation import (
+    check_bool,
+    check_in_range,
+    check_int,
+    check_nonnegative,
+    check_positive,
+)
 from jaxlab.optim._newton_schulz import DEFAULT_NS_COEFFS, newton_schulz_msign
+from jaxlab.optim._soap import check_betas, eigenbasis_transform, f32
 
 __all__ = [
     "ScaleByDevaMatrixState",
@@ -32,6 +40,8 @@ __all__ = [
     "deva",
     "deva_matrix_labels",
     "deva_vector",
+    "is_hidden_matrix",
+    "quadratic_toy_hessian",
     "scale_by_deva_matrix",
     "scale_by_deva_vector",
 ]
@@ -41,35 +51,19 @@ _FALLBACKS = ("adamw", "deva_vector", None)
 _NON_HIDDEN_KEYS = ("embed", "head", "wte", "wpe", "lm_out")
 
 
-def _check_beta(value: Any, name: str) -> None:
-    if isinstance(value, (int, float, np.floating)) and not 0.0 <= value < 1.0:
-        raise ValueError(f"{name} must lie in [0, 1), got {value}")
+def is_hidden_matrix(path, leaf) -> bool:
+    """Default rule of :func:`deva_matrix_labels`: a 2-D leaf with no embedding or head in its path.
 
-
-def _check_positive(value: Any, name: str) -> None:
-    if isinstance(value, (int, float, np.floating)) and not value > 0.0:
-        raise ValueError(f"{name} must be > 0, got {value}")
-
-
-def _check_nonnegative(value: Any, name: str) -> None:
-    if isinstance(value, (int, float, np.floating)) and not value >= 0.0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-
-
-def _check_static_int(value: Any, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be a (static) int >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_flag(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {value!r}")
-    return value
-
-
-def _f32(x: ArrayLike) -> jax.Array:
-    return jnp.asarray(x).astype(jnp.float32)
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> params = {"embedding": jnp.zeros((8, 4)), "w": jnp.zeros((4, 4)), "b": jnp.zeros(4)}
+      >>> jax.tree_util.tree_map_with_path(is_hidden_matrix, params)
+      {'b': False, 'embedding': False, 'w': True}
+    """
+    if jnp.ndim(leaf) != 2:
+        return False
+    names = jax.tree_util.keystr(path).lower()
+    return not any(key in names for key in _NON_HIDDEN_KEYS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,7 +98,7 @@ def scale_by_deva_vector(
     *,
     nesterov: bool = False,
     bias_correction: bool = False,
-) -> optax.GradientTransformation:
+) -> optax.GradientTransformationExtraArgs:
     r"""DeVA-ℓ∞: elementwise variance adaptation times the sign direction.
 
     Per step with gradient ``g`` (``m = v = 0`` at the start)::
@@ -127,7 +121,7 @@ def scale_by_deva_vector(
       bias_correction: multiply by ``√(1−β₂ᵗ)/(1−β₁ᵗ)``.
 
     Returns:
-      An ``optax.GradientTransformation`` (the descent direction; chain a negative lr).
+      An ``optax.GradientTransformationExtraArgs`` (the descent direction; chain a negative lr).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -141,43 +135,36 @@ def scale_by_deva_vector(
       Song et al., "Decoupling Variance and Scale-Invariant Updates in Adaptive Gradient Descent
       for Unified Vector and Matrix Optimization", ICML 2026 (arXiv 2602.06880).
     """
-    _check_beta(b1, "b1")
-    _check_beta(b2, "b2")
-    _check_positive(eps, "eps")
-    _check_flag(nesterov, "nesterov")
-    _check_flag(bias_correction, "bias_correction")
+    check_in_range(b1, "b1", 0.0, 1.0)
+    check_in_range(b2, "b2", 0.0, 1.0)
+    check_positive(eps, "eps")
+    check_bool(nesterov, "nesterov")
+    check_bool(bias_correction, "bias_correction")
 
     def init_fn(params):
-        zeros = lambda p: jnp.zeros_like(p, dtype=jnp.float32)
-        return ScaleByDevaVectorState(
-            count=jnp.zeros([], jnp.int32),
-            mu=jax.tree.map(zeros, params),
-            nu=jax.tree.map(zeros, params),
-        )
+        zeros = optax.tree.zeros_like(params, dtype=jnp.float32)
+        return ScaleByDevaVectorState(count=jnp.zeros([], jnp.int32), mu=zeros, nu=zeros)
 
     def update_fn(updates, state, params=None, **extra_args):
         del params, extra_args
-        beta1, beta2, epsilon = _f32(b1), _f32(b2), _f32(eps)
+        beta1, beta2, epsilon = f32(b1), f32(b2), f32(eps)
         count = optax.safe_increment(state.count)
-        t = count.astype(jnp.float32)
-        scale = jnp.sqrt(1.0 - beta2**t) / (1.0 - beta1**t) if bias_correction else None
+        g32 = optax.tree.cast(updates, jnp.float32)
+        mu = optax.tree.update_moment(g32, state.mu, beta1, 1)
+        nu = optax.tree.update_moment(mu, state.nu, beta2, 2)  # the EMA of m², not of g²
 
-        def leaf(g, m, v):
-            g32 = g.astype(jnp.float32)
-            m = beta1 * m + (1.0 - beta1) * g32
-            v = beta2 * v + (1.0 - beta2) * m * m
+        def step(g, m, v):
             gamma = jnp.sqrt(m * m / (v + epsilon))
-            direction = jnp.sign((1.0 - beta1) * g32 + beta1 * m) if nesterov else jnp.sign(m)
-            u = gamma * direction
-            if scale is not None:
-                u = scale * u
-            return u.astype(g.dtype), m, v
+            return gamma * (jnp.sign((1.0 - beta1) * g + beta1 * m) if nesterov else jnp.sign(m))
 
-        out = jax.tree.map(leaf, updates, state.mu, state.nu)
-        pick = lambda i: jax.tree.map(lambda _, o: o[i], updates, out)
-        return pick(0), ScaleByDevaVectorState(count=count, mu=pick(1), nu=pick(2))
+        steps = jax.tree.map(step, g32, mu, nu)
+        if bias_correction:
+            t = count.astype(jnp.float32)
+            steps = optax.tree.scale(jnp.sqrt(1.0 - beta2**t) / (1.0 - beta1**t), steps)
+        new_state = ScaleByDevaVectorState(count=count, mu=mu, nu=nu)
+        return optax.tree.cast_like(steps, updates), new_state
 
-    return optax.GradientTransformation(init_fn, update_fn)
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 
 
 def deva_vector(
@@ -189,7 +176,7 @@ def deva_vector(
     *,
     nesterov: bool = False,
     bias_correction: bool = False,
-) -> optax.GradientTransformation:
+) -> optax.GradientTransformationExtraArgs:
     r"""DeVA-ℓ∞ with decoupled weight decay: ``x ← x − η(Γ ⊙ sign(m) + λx)``.
 
     ``optax.chain(scale_by_deva_vector(...), add_decayed_weights(λ), scale_by_learning_rate(η))``;
@@ -205,7 +192,7 @@ def deva_vector(
       bias_correction: see :func:`scale_by_deva_vector`.
 
     Returns:
-      An ``optax.GradientTransformation``.
+      An ``optax.GradientTransformationExtraArgs``.
 
     Examples:
       >>> import jax.numpy as jnp, optax
@@ -218,7 +205,7 @@ def deva_vector(
     References:
       Song et al., DeVA, ICML 2026 (arXiv 2602.06880).
     """
-    _check_nonnegative(weight_decay, "weight_decay")
+    check_nonnegative(weight_decay, "weight_decay")
     return optax.chain(
         scale_by_deva_vector(b1, b2, eps, nesterov=nesterov, bias_correction=bias_correction),
         optax.add_decayed_weights(weight_decay),
@@ -228,17 +215,6 @@ def deva_vector(
 
 # --------------------------------------------------------------------------------------------
 # Matrix (S∞) form.
-
-
-class _MatrixLeaf(NamedTuple):
-    """One matrix's slice of :class:`ScaleByDevaMatrixState` (internal view)."""
-
-    mu: jax.Array
-    nu: jax.Array
-    left: jax.Array
-    right: jax.Array
-    basis_left: jax.Array
-    basis_right: jax.Array
 
 
 class ScaleByDevaMatrixState(NamedTuple):
@@ -272,169 +248,6 @@ class ScaleByDevaMatrixState(NamedTuple):
     basis_right: optax.Updates
 
 
-def _leaf_name(path) -> str:
-    return jax.tree_util.keystr(path) if path else "the params"
-
-
-def _side_sizes(shape, max_precond_dim):
-    n, m = shape
-    return (n if n <= max_precond_dim else 0), (m if m <= max_precond_dim else 0)
-
-
-def _eig_descending(sym: jax.Array) -> jax.Array:
-    _, vectors = jnp.linalg.eigh(sym)
-    return vectors[:, ::-1]
-
-
-def _to_basis(x, ql, qr):
-    if ql.shape[0]:
-        x = ql.T @ x
-    if qr.shape[0]:
-        x = x @ qr
-    return x
-
-
-def _from_basis(x, ql, qr):
-    if ql.shape[0]:
-        x = ql @ x
-    if qr.shape[0]:
-        x = x @ qr.T
-    return x
-
-
-def _refresh_side(sym, basis, nu, axis):
-    """SOAP's refresh: sort by the estimated eigenvalues ``diag(QᵀLQ)``, permute ``V``, one QR."""
-    estimate = jnp.einsum("ij,ik,kj->j", basis, sym, basis)
-    order = jnp.argsort(-estimate)
-    basis = basis[:, order]
-    nu = jnp.take(nu, order, axis=axis)
-    basis, _ = jnp.linalg.qr(sym @ basis)
-    return basis, nu
-
-
-def _matrix_leaf_step(
-    g, leaf, count, hp, *, rule, nesterov, bias_correction, frequency, ns_steps, first_rescale
-):
-    """One call on one matrix: a step, then one of keep / refresh / start (eigh on call 0).
-
-    The step runs on every call; on call 0 its update and statistics are discarded (the state is
-    zero there and ``L, R`` become exactly ``(1−β_s)GGᵀ, (1−β_s)GᵀG``), which keeps a single
-    ``lax.switch`` (over the basis maintenance only) in the compiled step.
-    """
-    beta1, beta2, epsilon, shampoo, rms_scale, coeffs = hp
-    g32 = g.astype(jnp.float32)
-    n_rows, n_cols = g32.shape
-    rotate_left, rotate_right = leaf.left.shape[0] > 0, leaf.right.shape[0] > 0
-    first = count == 0
-    t = jnp.maximum(count, 1).astype(jnp.float32)
-    ql, qr = leaf.basis_left, leaf.basis_right
-    g_rot = _to_basis(g32, ql, qr)
-    mu = beta1 * leaf.mu + (1.0 - beta1) * g_rot
-    if rule == "deva":
-        rows = jnp.sqrt(jnp.sum(mu * mu, axis=1))
-        cols = jnp.sqrt(jnp.sum(mu * mu, axis=0))
-        outer = rows[:, None] * cols[None, :]
-        nu = beta2 * leaf.nu + (1.0 - beta2) * outer
-        m_hat = g_rot + beta1 * (mu - g_rot) if nesterov else mu
-        ortho = newton_schulz_msign(
-            m_hat, steps=ns_steps, coeffs=coeffs, first_step_rescale=first_rescale
-        )
-        gamma = jnp.sqrt(outer) / jnp.sqrt(nu + epsilon)
-        direction = rms_scale * np.sqrt(max(n_rows, n_cols)) * gamma * ortho
-    else:  # "soap": Adam in the eigenbasis (the experiment's baseline; same bookkeeping)
-        nu = beta2 * leaf.nu + (1.0 - beta2) * g_rot * g_rot
-        m_hat = g_rot + beta1 * (mu - g_rot) if nesterov else mu
-        direction = m_hat / (jnp.sqrt(nu) + epsilon)
-    if bias_correction:
-        direction = direction * (jnp.sqrt(1.0 - beta2**t) / (1.0 - beta1**t))
-    update = jnp.where(first, jnp.zeros_like(g32), _from_basis(direction, ql, qr))
-    # Maintenance with the raw gradient (on call 0 the EMA of zeros gives the start values).
-    left = shampoo * leaf.left + (1.0 - shampoo) * (g32 @ g32.T) if rotate_left else leaf.left
-    right = shampoo * leaf.right + (1.0 - shampoo) * (g32.T @ g32) if rotate_right else leaf.right
-
-    def keep(_):
-        return mu, nu, ql, qr
-
-    def refresh(_):
-        mu_raw = _from_basis(mu, ql, qr)
-        new_ql, nu_new = _refresh_side(left, ql, nu, 0) if rotate_left else (ql, nu)
-        new_qr, nu_new = _refresh_side(right, qr, nu_new, 1) if rotate_right else (qr, nu_new)
-        return _to_basis(mu_raw, new_ql, new_qr), nu_new, new_ql, new_qr
-
-    def start(_):
-        new_ql = _eig_descending(left) if rotate_left else ql
-        new_qr = _eig_descending(right) if rotate_right else qr
-        return jnp.zeros_like(mu), jnp.zeros_like(nu), new_ql, new_qr
-
-    branch = jnp.where(first, 2, jnp.where(count % frequency == 0, 1, 0))
-    mu, nu, ql, qr = jax.lax.switch(branch, (keep, refresh, start), None)
-    return update.astype(g.dtype), _MatrixLeaf(mu, nu, left, right, ql, qr)
-
-
-def _scale_by_eigenbasis_matrix(
-    rule, b1, b2, eps, shampoo_beta, rms_scale, *, precondition_frequency, max_precond_dim,
-    nesterov, bias_correction, ns_steps, ns_coeffs, first_step_rescale,
-):  # fmt: skip
-    frequency = _check_static_int(precondition_frequency, "precondition_frequency")
-    max_dim = _check_static_int(max_precond_dim, "max_precond_dim")
-    ns_steps = _check_static_int(ns_steps, "ns_steps")
-    for flag, name in ((nesterov, "nesterov"), (bias_correction, "bias_correction")):
-        _check_flag(flag, name)
-    _check_flag(first_step_rescale, "first_step_rescale")
-
-    def init_fn(params):
-        def leaf(path, p):
-            if jnp.ndim(p) != 2:
-                raise ValueError(
-                    f"the matrix form of DeVA needs 2-D leaves, but {_leaf_name(path)} has shape "
-                    f"{jnp.shape(p)}; route non-matrix parameters to a fallback with "
-                    "deva(..., fallback='adamw') or optax.partition"
-                )
-            n, m = jnp.shape(p)
-            side_l, side_r = _side_sizes((n, m), max_dim)
-            # zeros_like keeps the params' sharding/varying-axis type (shard_map carries).
-            zeros = lambda *s: jnp.zeros_like(p, dtype=jnp.float32, shape=s)
-            return _MatrixLeaf(
-                mu=zeros(n, m),
-                nu=zeros(n, m),
-                left=zeros(side_l, side_l),
-                right=zeros(side_r, side_r),
-                basis_left=zeros(side_l, side_l) + jnp.eye(side_l, dtype=jnp.float32),
-                basis_right=zeros(side_r, side_r) + jnp.eye(side_r, dtype=jnp.float32),
-            )
-
-        per_leaf = jax.tree_util.tree_map_with_path(leaf, params)
-        fields = [
-            jax.tree.map(lambda _, leaf_state: leaf_state[i], params, per_leaf)
-            for i in range(len(_MatrixLeaf._fields))
-        ]
-        return ScaleByDevaMatrixState(jnp.zeros([], jnp.int32), *fields)
-
-    def update_fn(updates, state, params=None, **extra_args):
-        del params, extra_args
-        beta2 = _f32(b2)
-        shampoo = beta2 if shampoo_beta is None else _f32(shampoo_beta)
-        coeffs = tuple(_f32(c) for c in ns_coeffs)
-        hp = (_f32(b1), beta2, _f32(eps), shampoo, _f32(rms_scale), coeffs)
-        count = state.count
-
-        def leaf(g, s):
-            return _matrix_leaf_step(
-                g, s, count, hp, rule=rule, nesterov=nesterov, bias_correction=bias_correction,
-                frequency=frequency, ns_steps=ns_steps, first_rescale=first_step_rescale,
-            )  # fmt: skip
-
-        out = jax.tree.map(lambda g, *fields: leaf(g, _MatrixLeaf(*fields)), updates, *state[1:])
-        new_updates = jax.tree.map(lambda _, o: o[0], updates, out)
-        fields = [
-            jax.tree.map(lambda _, o: o[1][i], updates, out)
-            for i in range(len(_MatrixLeaf._fields))
-        ]
-        return new_updates, ScaleByDevaMatrixState(optax.safe_increment(count), *fields)
-
-    return optax.GradientTransformation(init_fn, update_fn)
-
-
 def scale_by_deva_matrix(
     b1: ArrayLike = 0.95,
     b2: ArrayLike = 0.95,
@@ -449,7 +262,7 @@ def scale_by_deva_matrix(
     ns_steps: int = 5,
     ns_coeffs: Sequence[ArrayLike] = DEFAULT_NS_COEFFS,
     first_step_rescale: bool = True,
-) -> optax.GradientTransformation:
+) -> optax.GradientTransformationExtraArgs:
     r"""DeVA-S∞: the polar factor of the momentum, scaled by a variance factor, in a SOAP basis.
 
     For a matrix ``W ∈ ℝ^{n×m}`` with gradient ``G``. The **first call** sets
@@ -485,7 +298,7 @@ def scale_by_deva_matrix(
       first_step_rescale: Schatten-8 rescaling in the first Newton–Schulz iteration (static).
 
     Returns:
-      An ``optax.GradientTransformation`` (the descent direction; chain a negative lr).
+      An ``optax.GradientTransformationExtraArgs`` (the descent direction; chain a negative lr).
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -503,35 +316,36 @@ def scale_by_deva_matrix(
       Song et al., DeVA, ICML 2026 (arXiv 2602.06880); Vyas et al., "SOAP: Improving and
       Stabilizing Shampoo using Adam", ICLR 2025 (the eigenbasis bookkeeping).
     """
-    _check_beta(b1, "b1")
-    _check_beta(b2, "b2")
-    _check_positive(eps, "eps")
-    if shampoo_beta is not None:
-        _check_beta(shampoo_beta, "shampoo_beta")
-    _check_positive(rms_scale, "rms_scale")
-    return _scale_by_eigenbasis_matrix(
-        "deva", b1, b2, eps, shampoo_beta, rms_scale,
-        precondition_frequency=precondition_frequency, max_precond_dim=max_precond_dim,
-        nesterov=nesterov, bias_correction=bias_correction, ns_steps=ns_steps,
-        ns_coeffs=ns_coeffs, first_step_rescale=first_step_rescale,
-    )  # fmt: skip
+    check_betas(b1, b2, eps, shampoo_beta)
+    check_positive(rms_scale, "rms_scale")
+    ns_steps = check_int(ns_steps, "ns_steps", minimum=1)
+    check_bool(nesterov, "nesterov")
+    check_bool(first_step_rescale, "first_step_rescale")
 
+    def make_direction():
+        beta1, beta2, epsilon, scale = f32(b1), f32(b2), f32(eps), f32(rms_scale)
+        coeffs = tuple(f32(c) for c in ns_coeffs)
 
-def _scale_by_soap(
-    b1: ArrayLike = 0.95,
-    b2: ArrayLike = 0.95,
-    eps: ArrayLike = 1e-8,
-    shampoo_beta: ArrayLike | None = None,
-    *,
-    precondition_frequency: int = 10,
-    max_precond_dim: int = 10000,
-) -> optax.GradientTransformation:
-    """SOAP (Adam in the Shampoo eigenbasis) with DeVA's bookkeeping; the toy's baseline only."""
-    return _scale_by_eigenbasis_matrix(
-        "soap", b1, b2, eps, shampoo_beta, 1.0,
-        precondition_frequency=precondition_frequency, max_precond_dim=max_precond_dim,
-        nesterov=False, bias_correction=True, ns_steps=1, ns_coeffs=DEFAULT_NS_COEFFS,
-        first_step_rescale=False,
+        def direction(g_rot, mu, nu):
+            rows = jnp.sqrt(jnp.sum(mu * mu, axis=1))
+            cols = jnp.sqrt(jnp.sum(mu * mu, axis=0))
+            outer = rows[:, None] * cols[None, :]
+            nu = optax.tree.update_moment(outer, nu, beta2, 1)
+            m_hat = g_rot + beta1 * (mu - g_rot) if nesterov else mu
+            # jaxlab's own Newton-Schulz: DeVA's first step rescales by the Schatten-8 norm,
+            # which optax.contrib's orthogonalization does not offer.
+            ortho = newton_schulz_msign(
+                m_hat, steps=ns_steps, coeffs=coeffs, first_step_rescale=first_step_rescale
+            )
+            gamma = jnp.sqrt(outer) / jnp.sqrt(nu + epsilon)
+            return scale * np.sqrt(max(mu.shape)) * gamma * ortho, nu
+
+        return direction
+
+    return eigenbasis_transform(
+        make_direction, b1, b2, shampoo_beta, state_cls=ScaleByDevaMatrixState,
+        method="the matrix form of DeVA", precondition_frequency=precondition_frequency,
+        max_precond_dim=max_precond_dim, bias_correction=bias_correction,
     )  # fmt: skip
 
 
@@ -558,13 +372,7 @@ def deva_matrix_labels(
       {'b': 'fallback', 'embedding': 'fallback', 'w': 'deva'}
     """
 
-    def default(path, leaf) -> bool:
-        if jnp.ndim(leaf) != 2:
-            return False
-        names = jax.tree_util.keystr(path).lower()
-        return not any(key in names for key in _NON_HIDDEN_KEYS)
-
-    rule = default if matrix_filter is None else matrix_filter
+    rule = is_hidden_matrix if matrix_filter is None else matrix_filter
     return jax.tree_util.tree_map_with_path(
         lambda path, leaf: "deva" if rule(path, leaf) else "fallback", params
     )
@@ -593,7 +401,7 @@ def deva(
     ns_steps: int = 5,
     ns_coeffs: Sequence[ArrayLike] = DEFAULT_NS_COEFFS,
     first_step_rescale: bool = True,
-) -> optax.GradientTransformation:
+) -> optax.GradientTransformationExtraArgs:
     r"""DeVA for a whole network: DeVA-S∞ on hidden matrices, a fallback on the rest.
 
     Hidden 2-D weights (:func:`deva_matrix_labels`) get
@@ -632,7 +440,7 @@ def deva(
       first_step_rescale: see :func:`scale_by_deva_matrix` (static).
 
     Returns:
-      An ``optax.GradientTransformation`` for any parameter pytree.
+      An ``optax.GradientTransformationExtraArgs`` for any parameter pytree.
 
     Examples:
       >>> import jax.numpy as jnp, optax
@@ -649,8 +457,8 @@ def deva(
     """
     if fallback not in _FALLBACKS:
         raise ValueError(f"fallback must be one of {_FALLBACKS}, got {fallback!r}")
-    _check_nonnegative(weight_decay, "weight_decay")
-    _check_nonnegative(fallback_weight_decay, "fallback_weight_decay")
+    check_nonnegative(weight_decay, "weight_decay")
+    check_nonnegative(fallback_weight_decay, "fallback_weight_decay")
     matrix = optax.chain(
         scale_by_deva_matrix(
             b1, b2, eps, shampoo_beta, rms_scale,
@@ -658,7 +466,8 @@ def deva(
             nesterov=nesterov, bias_correction=bias_correction, ns_steps=ns_steps,
             ns_coeffs=ns_coeffs, first_step_rescale=first_step_rescale,
         ),
-        _decay_after_first_call(weight_decay),
+        # The first call only builds the bases (a zero update): no decay there either.
+        optax.add_decayed_weights(lambda count: jnp.where(count > 0, weight_decay, 0.0)),
         optax.scale_by_learning_rate(learning_rate),
     )  # fmt: skip
     if fallback is None:
@@ -679,27 +488,48 @@ def deva(
     )
 
 
-class _DecayState(NamedTuple):
-    count: jax.Array
+# --------------------------------------------------------------------------------------------
+# The authors' quadratic toy.
 
 
-def _decay_after_first_call(weight_decay: ArrayLike) -> optax.GradientTransformation:
-    """``u + λW``, except on the first call (DeVA-S∞'s silent basis-building call)."""
+def quadratic_toy_hessian(rng_key: jax.Array, eigenvalues: ArrayLike) -> jax.Array:
+    """The DeVA paper's block-diagonal toy Hessian ``H = diag(Q_k diag(e_k) Q_kᵀ)``, ``k = 1..K``.
 
-    def init_fn(params):
-        del params
-        return _DecayState(count=jnp.zeros([], jnp.int32))
+    ``Q_k`` holds the eigenvectors of ``A_kA_kᵀ`` for ``A_k ~ N(0, 1)^{b×b}`` (key ``k`` of
+    ``jax.random.split(rng_key, K)``) with column signs chosen so that ``diag(Q_k) >= 0``, so block
+    ``k`` has eigenvalues ``e_k`` exactly. The paper's quadratic ``f(X) = ½ tr(XᵀHX)`` with
+    heterogeneous blocks (``e = {1,2,3}, {99,100,101}, {4998,4999,5000}``) favours a left
+    preconditioner that adapts per block; homogeneous blocks (``{1,99,4998}, …``) do not.
 
-    def update_fn(updates, state, params=None, **extra_args):
-        del extra_args
-        if params is None:
-            raise ValueError("deva's weight decay needs params: call update(grads, state, params)")
-        active = (state.count > 0).astype(jnp.float32) * _f32(weight_decay)
-        updates = jax.tree.map(
-            lambda u, p: (u.astype(jnp.float32) + active * p.astype(jnp.float32)).astype(u.dtype),
-            updates,
-            params,
-        )
-        return updates, _DecayState(count=optax.safe_increment(state.count))
+    Args:
+      rng_key: a ``jax.random`` key.
+      eigenvalues: ``(K, b)`` block eigenvalues.
 
-    return optax.GradientTransformation(init_fn, update_fn)
+    Returns:
+      ``H``, float32 ``(K·b, K·b)``.
+
+    Raises:
+      ValueError: ``eigenvalues`` is not 2-D.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> h = quadratic_toy_hessian(jax.random.key(0), [[1.0, 2.0, 3.0], [99.0, 100.0, 101.0]])
+      >>> [round(float(e), 2) for e in jnp.linalg.eigvalsh(h)]
+      [1.0, 2.0, 3.0, 99.0, 100.0, 101.0]
+
+    References:
+      Song et al., DeVA, ICML 2026 (arXiv 2602.06880), the quadratic experiment.
+    """
+    eigenvalues = jnp.asarray(eigenvalues, jnp.float32)
+    if eigenvalues.ndim != 2:
+        raise ValueError(f"eigenvalues must be (blocks, size), got shape {eigenvalues.shape}")
+    num_blocks, size = eigenvalues.shape
+
+    def block(key, e):
+        a = jax.random.normal(key, (size, size), jnp.float32)
+        _, q = jnp.linalg.eigh(a @ a.T)
+        q = q * jnp.where(jnp.diagonal(q) >= 0, 1.0, -1.0)[None, :]
+        return (q * e[None, :]) @ q.T
+
+    blocks = jax.vmap(block)(jax.random.split(rng_key, num_blocks), eigenvalues)
+    return jax.scipy.linalg.block_diag(*blocks)

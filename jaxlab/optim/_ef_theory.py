@@ -18,12 +18,13 @@ arrays); under ``jax.jit`` the checks are skipped because the values are not kno
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from jax.typing import ArrayLike
+
+from jaxlab._src.validation import check_real_array
 
 __all__ = [
     "cgd_optimal_step_size",
@@ -45,45 +46,16 @@ _METHODS = ("ef", "ef21")
 # Argument checks (eager when concrete, skipped for tracers).
 
 
-def _concrete(value: ArrayLike) -> np.ndarray | None:
-    """``value`` as a numpy array, or None when it is traced (checks are then skipped)."""
-    if isinstance(value, jax.core.Tracer):
-        return None
-    try:
-        return np.asarray(value, dtype=np.float64)
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        return None
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"expected a number or an array of numbers, got {value!r}") from e
-
-
-def _check_range(
-    name: str,
-    value: ArrayLike,
-    low: float,
-    high: float,
-    *,
-    low_open: bool,
-    high_open: bool,
-) -> None:
-    arr = _concrete(value)
-    if arr is None:
-        return
-    lo_ok = arr > low if low_open else arr >= low
-    hi_ok = arr < high if high_open else arr <= high
-    if not np.all(lo_ok & hi_ok):  # NaN fails both comparisons
-        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-        raise ValueError(f"{name} must lie in {interval}, got {arr.tolist()!r}")
-
-
 def _check_alpha(alpha: ArrayLike) -> None:
-    _check_range("alpha", alpha, 0.0, 1.0, low_open=True, high_open=False)
+    check_real_array(alpha, "alpha", minimum=0.0, include_minimum=False, maximum=1.0)
 
 
 def _check_constants(smoothness: ArrayLike, strong_convexity: ArrayLike) -> None:
     """0 < strong_convexity <= smoothness < inf, elementwise, with matching shapes."""
-    _check_range("strong_convexity", strong_convexity, 0.0, math.inf, low_open=True, high_open=True)
-    _check_range("smoothness", smoothness, 0.0, math.inf, low_open=True, high_open=True)
+    small = check_real_array(
+        strong_convexity, "strong_convexity", minimum=0.0, include_minimum=False
+    )
+    big = check_real_array(smoothness, "smoothness", minimum=0.0, include_minimum=False)
     if np.ndim(smoothness) > 1 or np.ndim(strong_convexity) > 1:
         raise ValueError(
             "smoothness and strong_convexity must be scalars or 1-D per-worker arrays, got shapes "
@@ -95,7 +67,6 @@ def _check_constants(smoothness: ArrayLike, strong_convexity: ArrayLike) -> None
                 "smoothness and strong_convexity must have the same per-worker shape, got "
                 f"{np.shape(smoothness)} and {np.shape(strong_convexity)}"
             )
-    big, small = _concrete(smoothness), _concrete(strong_convexity)
     if big is not None and small is not None and np.any(big < small):
         raise ValueError(
             "smoothness must be >= strong_convexity for every worker, got smoothness="
@@ -196,9 +167,7 @@ def ef_tight_rate(condition_number: ArrayLike, alpha: ArrayLike) -> jax.Array:
       D. Berg Thomsen, A. Taylor, A. Dieuleveut, "A Tight Theory of Error Feedback Algorithms in
       Distributed Optimization", ICML 2026 (arXiv 2605.31594).
     """
-    _check_range(
-        "condition_number", condition_number, 1.0, math.inf, low_open=False, high_open=True
-    )
+    check_real_array(condition_number, "condition_number", minimum=1.0)
     _check_alpha(alpha)
     kappa = jnp.asarray(condition_number, dtype=jnp.result_type(float))
     s = _sqrt_distortion(alpha)
@@ -335,9 +304,7 @@ def _richtarik_constants(smoothness, alpha, reloaded, global_smoothness):
     if global_smoothness is None:
         l_f = jnp.mean(big)
     else:
-        _check_range(
-            "global_smoothness", global_smoothness, 0.0, math.inf, low_open=True, high_open=True
-        )
+        check_real_array(global_smoothness, "global_smoothness", minimum=0.0, include_minimum=False)
         l_f = jnp.asarray(global_smoothness, dtype=jnp.result_type(float))
     return theta, beta, l_avg, l_f
 
@@ -393,7 +360,7 @@ def richtarik_ef21_step_size(
     """
     _check_alpha(alpha)
     if nonconvex:
-        _check_range("smoothness", smoothness, 0.0, math.inf, low_open=True, high_open=True)
+        check_real_array(smoothness, "smoothness", minimum=0.0, include_minimum=False)
     else:
         if strong_convexity is None:
             raise ValueError("strong_convexity is required unless nonconvex=True")
@@ -469,8 +436,17 @@ def iterations_to_tolerance(rate: ArrayLike, tolerance: ArrayLike) -> jax.Array:
       D. Berg Thomsen, A. Taylor, A. Dieuleveut, "A Tight Theory of Error Feedback Algorithms in
       Distributed Optimization", ICML 2026 (arXiv 2605.31594).
     """
-    _check_range("rate", rate, 0.0, 1.0, low_open=True, high_open=True)
-    _check_range("tolerance", tolerance, 0.0, 1.0, low_open=True, high_open=True)
+    check_real_array(
+        rate, "rate", minimum=0.0, include_minimum=False, maximum=1.0, include_maximum=False
+    )
+    check_real_array(
+        tolerance,
+        "tolerance",
+        minimum=0.0,
+        include_minimum=False,
+        maximum=1.0,
+        include_maximum=False,
+    )
     rate = jnp.asarray(rate, dtype=jnp.result_type(float))
     tolerance = jnp.asarray(tolerance, dtype=jnp.result_type(float))
     ratio = jnp.log(tolerance) / jnp.log(rate)
@@ -617,7 +593,7 @@ def ef21_lyapunov(
         weights = jnp.sum(sig) / sig
     s = _sqrt_distortion(alpha)
     total = jax.tree.map(lambda g: jnp.sum(g, axis=0)[None], gradients)
-    gaps = jax.tree.map(lambda a, b: a - b, gradients, estimates)
+    gaps = optax.tree.sub(gradients, estimates)
     return (
         s / n * _per_worker_sq_norms(total)[0] + jnp.sum(weights * _per_worker_sq_norms(gaps)) / n
     )
@@ -678,8 +654,8 @@ def linear_one_step_matrix(
             "curvature and theta must be scalars or 1-D arrays of one shape, got "
             f"{np.shape(curvature)} and {np.shape(theta)}"
         )
-    _check_range("curvature", curvature, 0.0, math.inf, low_open=True, high_open=True)
-    _check_range("step_size", step_size, 0.0, math.inf, low_open=True, high_open=True)
+    check_real_array(curvature, "curvature", minimum=0.0, include_minimum=False)
+    check_real_array(step_size, "step_size", minimum=0.0, include_minimum=False)
     _check_alpha(alpha)
     dtype = jnp.result_type(float)
     lam = jnp.atleast_1d(jnp.asarray(curvature, dtype=dtype))

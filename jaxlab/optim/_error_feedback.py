@@ -19,14 +19,14 @@ outside should enter the ``shard_map`` with ``in_specs=P(axis_name)`` (one state
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from jaxlab._src.sharding import mark_varying
+from jaxlab._src.validation import check_axis_name, check_learning_rate, check_seed
 from jaxlab.optim._compressors import Compressor, identity
 
 __all__ = [
@@ -47,7 +47,8 @@ class ErrorFeedbackState(NamedTuple):
     Attributes:
       count: number of updates so far, int32.
       error: the residual ``e = p - C(p)`` not yet sent, shaped like the params.
-      rng_key: the key the next step's compressor randomness is split from (uint32[2]).
+      rng_key: the key the next step's compressor randomness is split from (a typed
+        ``jax.random.key``).
       bits: cumulative bits this worker has sent, float32 (``count * compressor.tree_bits``;
         float32 because int32 would overflow after 2^31 bits, e.g. 7 dense steps of 10M floats).
 
@@ -71,7 +72,8 @@ class ErrorFeedback21State(NamedTuple):
     Attributes:
       count: number of updates so far, int32.
       estimate: the worker's gradient estimate ``g_i``, shaped like the params.
-      rng_key: the key the next step's compressor randomness is split from (uint32[2]).
+      rng_key: the key the next step's compressor randomness is split from (a typed
+        ``jax.random.key``).
       bits: cumulative bits this worker has sent, float32 (see :class:`ErrorFeedbackState`).
 
     Examples:
@@ -101,91 +103,16 @@ def _check_compressor(compressor: Any) -> None:
         )
 
 
-def _check_axis_name(axis_name: Any) -> None:
-    if axis_name is None or (isinstance(axis_name, str) and axis_name):
-        return
-    if isinstance(axis_name, tuple) and axis_name and all(isinstance(a, str) for a in axis_name):
-        return
-    raise TypeError(
-        f"axis_name must be None, a non-empty string or a tuple of them, got {axis_name!r}"
-    )
-
-
-def _check_seed(seed: Any) -> None:
-    if isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {seed!r}")
-    if isinstance(seed, numbers.Integral):
-        return
-    # optax.inject_hyperparams passes the (numeric) default seed as an integer array.
-    if isinstance(seed, jax.Array | jnp.ndarray) and jnp.issubdtype(seed.dtype, jnp.integer):
-        if seed.ndim == 0:
-            return
-    raise TypeError(f"seed must be an int, got {seed!r}")
-
-
-def _check_learning_rate(learning_rate: Any) -> None:
-    """Checks a concrete Python number; arrays (possibly traced) and schedules pass unchecked."""
-    if isinstance(learning_rate, bool):
-        raise TypeError(f"learning_rate must be a number or a schedule, got {learning_rate!r}")
-    if isinstance(learning_rate, numbers.Real):
-        if not (math.isfinite(learning_rate) and learning_rate >= 0):
-            raise ValueError(f"learning_rate must lie in [0, inf), got {learning_rate}")
-        return
-    if callable(learning_rate) or isinstance(learning_rate, jax.Array | jnp.ndarray):
-        return
-    raise TypeError(
-        f"learning_rate must be a number, an array or a schedule, got {learning_rate!r}"
-    )
-
-
 def _worker_key(step_key: jax.Array, axis_name: Any) -> jax.Array:
     if axis_name is None:
         return step_key
     return jax.random.fold_in(step_key, jax.lax.axis_index(axis_name))
 
 
-def _varying_axes(x: Any) -> frozenset:
-    """The mesh axes ``x`` is typed as varying over (empty outside ``shard_map`` and under vmap)."""
-    aval = jax.typeof(x)
-    manual = getattr(aval, "manual_axis_type", None)  # jax >= 0.10
-    if manual is not None:
-        return frozenset(manual.varying)
-    return frozenset(getattr(aval, "vma", frozenset()))  # earlier jax
-
-
-def _per_worker(tree: Any, axis_name: Any) -> Any:
-    """Marks a fresh per-worker buffer as varying over ``axis_name`` when inside ``shard_map``.
-
-    Under ``jax.shard_map`` (with its default ``check_vma=True``) a buffer that the update makes
-    worker-dependent must start out typed as varying, or a ``lax.scan``/``fori_loop`` carrying
-    the state rejects the change of type. ``init`` may also run outside any mapped context (the
-    axis is unbound) or under ``jax.vmap`` (no such types); there the buffer is left unchanged.
-    """
-    if axis_name is None:
-        return tree
-    names = frozenset(axis_name if isinstance(axis_name, tuple) else (axis_name,))
-    try:
-        index = jax.lax.axis_index(axis_name)
-    except NameError:  # init outside the mapped computation
-        return tree
-    if not names <= _varying_axes(index):  # under vmap: no varying types to match
-        return tree
-
-    def cast(leaf):
-        missing = tuple(sorted(names - _varying_axes(leaf)))
-        return jax.lax.pcast(leaf, missing, to="varying") if missing else leaf
-
-    return jax.tree.map(cast, tree)
-
-
 def _mean_over_workers(tree: Any, axis_name: Any) -> Any:
     if axis_name is None:
         return tree
     return jax.lax.pmean(tree, axis_name)
-
-
-def _cast_like(tree: Any, like: Any) -> Any:
-    return jax.tree.map(lambda x, y: x.astype(y.dtype), tree, like)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -196,8 +123,8 @@ def _initial_state(state_cls: type, params: Any, axis_name: Any, seed: Any) -> A
     """Count 0, a zero per-worker buffer (EF's residual, EF21's estimate), the key, no bits."""
     return state_cls(
         jnp.zeros([], jnp.int32),
-        _per_worker(optax.tree.zeros_like(params), axis_name),
-        jax.random.PRNGKey(seed),
+        mark_varying(optax.tree.zeros_like(params), axis_name),
+        jax.random.key(seed),
         jnp.zeros([], jnp.float32),
     )
 
@@ -250,8 +177,8 @@ def scale_by_error_feedback(
       "The error-feedback framework", JMLR 2020.
     """
     _check_compressor(compressor)
-    _check_axis_name(axis_name)
-    _check_seed(seed)
+    check_axis_name(axis_name)
+    check_seed(seed)
 
     def init_fn(params):
         return _initial_state(ErrorFeedbackState, params, axis_name, seed)
@@ -261,9 +188,9 @@ def scale_by_error_feedback(
         next_key, step_key = jax.random.split(state.rng_key)
         worker_key = _worker_key(step_key, axis_name)
         # The sum is formed in the updates' dtype and the residual stored in the state's.
-        p = jax.tree.map(lambda e, u: e.astype(u.dtype) + u, state.error, updates)
+        p = optax.tree.add(optax.tree.cast_like(state.error, updates), updates)
         c = compressor(p, worker_key)
-        error = _cast_like(jax.tree.map(jnp.subtract, p, c), state.error)
+        error = optax.tree.cast_like(optax.tree.sub(p, c), state.error)
         count = optax.safe_increment(state.count)
         bits = count.astype(jnp.float32) * jnp.float32(compressor.tree_bits(updates))
         new_state = ErrorFeedbackState(count=count, error=error, rng_key=next_key, bits=bits)
@@ -293,9 +220,9 @@ def error_feedback(
     ``"compressor"`` in ``static_args``.
 
     Args:
-      learning_rate: the step ``eta`` (a number, an array or an optax schedule). Only a concrete
-        Python number is validated (it must lie in ``[0, inf)``); an array may be traced (e.g.
-        injected by ``optax.inject_hyperparams``) and is used as given.
+      learning_rate: the step ``eta`` (a number, an array or an optax schedule). A concrete
+        number or array is validated (finite and ``>= 0``); a traced one (e.g. injected by
+        ``optax.inject_hyperparams``) is used as given.
       compressor: a :class:`jaxlab.optim.Compressor`.
       axis_name: the workers' axis name, or ``None`` for one worker.
       seed: seed of the state's key (random compressors).
@@ -304,7 +231,7 @@ def error_feedback(
       An ``optax.GradientTransformationExtraArgs``.
 
     Raises:
-      ValueError: a negative or non-finite Python-number ``learning_rate``.
+      ValueError: a negative or non-finite concrete ``learning_rate``.
       TypeError: ``compressor`` is not a ``Compressor``.
 
     Examples:
@@ -324,7 +251,7 @@ def error_feedback(
       Distributed Optimization", ICML 2026 (arXiv 2605.31594); F. Seide et al., "1-bit SGD",
       Interspeech 2014.
     """
-    _check_learning_rate(learning_rate)
+    check_learning_rate(learning_rate)
     return optax.chain(
         optax.scale_by_learning_rate(learning_rate),
         scale_by_error_feedback(compressor, axis_name=axis_name, seed=seed),
@@ -396,8 +323,8 @@ def scale_by_error_feedback_21(
     _check_compressor(compressor)
     if init not in _INITS:
         raise ValueError(f"init must be one of {_INITS}, got {init!r}")
-    _check_axis_name(axis_name)
-    _check_seed(seed)
+    check_axis_name(axis_name)
+    check_seed(seed)
     full_init = init == "full"
     dense = identity(scope=compressor.scope)
 
@@ -408,16 +335,14 @@ def scale_by_error_feedback_21(
         del params, extra_args
         next_key, step_key = jax.random.split(state.rng_key)
         worker_key = _worker_key(step_key, axis_name)
-        estimate = _cast_like(state.estimate, updates)
-        correction = compressor(jax.tree.map(jnp.subtract, updates, estimate), worker_key)
-        new_estimate = jax.tree.map(jnp.add, estimate, correction)
+        estimate = optax.tree.cast_like(state.estimate, updates)
+        correction = compressor(optax.tree.sub(updates, estimate), worker_key)
+        new_estimate = optax.tree.add(estimate, correction)
         count = optax.safe_increment(state.count)
         step_bits = jnp.float32(compressor.tree_bits(updates))
         if full_init:
             first = state.count == 0
-            new_estimate = jax.tree.map(
-                lambda grad, g: jnp.where(first, grad, g), updates, new_estimate
-            )
+            new_estimate = optax.tree.where(first, updates, new_estimate)
             # One dense message, then compressed ones.
             first_bits = jnp.float32(dense.tree_bits(updates))
             bits = first_bits + (count - 1).astype(jnp.float32) * step_bits
@@ -425,7 +350,7 @@ def scale_by_error_feedback_21(
             bits = count.astype(jnp.float32) * step_bits
         new_state = ErrorFeedback21State(
             count=count,
-            estimate=_cast_like(new_estimate, state.estimate),
+            estimate=optax.tree.cast_like(new_estimate, state.estimate),
             rng_key=next_key,
             bits=bits,
         )
@@ -456,9 +381,9 @@ def error_feedback_21(
     ``optax.inject_hyperparams`` list ``"compressor"`` in ``static_args``.
 
     Args:
-      learning_rate: the step ``eta`` (a number, an array or an optax schedule). Only a concrete
-        Python number is validated (it must lie in ``[0, inf)``); an array may be traced (e.g.
-        injected by ``optax.inject_hyperparams``) and is used as given.
+      learning_rate: the step ``eta`` (a number, an array or an optax schedule). A concrete
+        number or array is validated (finite and ``>= 0``); a traced one (e.g. injected by
+        ``optax.inject_hyperparams``) is used as given.
       compressor: a :class:`jaxlab.optim.Compressor`.
       init: ``"full"``, ``"compressed"`` or ``"zero"``, see :func:`scale_by_error_feedback_21`.
       axis_name: the workers' axis name, or ``None`` for one worker.
@@ -468,7 +393,7 @@ def error_feedback_21(
       An ``optax.GradientTransformationExtraArgs``.
 
     Raises:
-      ValueError: a negative or non-finite Python-number ``learning_rate``, or an unknown
+      ValueError: a negative or non-finite concrete ``learning_rate``, or an unknown
         ``init``.
       TypeError: ``compressor`` is not a ``Compressor``.
 
@@ -487,7 +412,7 @@ def error_feedback_21(
       Distributed Optimization", ICML 2026 (arXiv 2605.31594); P. Richtarik, I. Sokolov,
       I. Fatkhullin, "EF21", NeurIPS 2021 (arXiv 2106.05203).
     """
-    _check_learning_rate(learning_rate)
+    check_learning_rate(learning_rate)
     return optax.chain(
         scale_by_error_feedback_21(compressor, init=init, axis_name=axis_name, seed=seed),
         optax.scale_by_learning_rate(learning_rate),

@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxlab._src.validation import check_bool, check_int
+
 __all__ = ["newton_schulz_msign"]
 
 # The quintic coefficients of Keller Jordan's Muon, also the DeVA reference's default.
@@ -65,8 +67,8 @@ def newton_schulz_msign(
     x = jnp.asarray(x)
     if x.ndim != 2:
         raise ValueError(f"x must be a 2-D matrix, got shape {x.shape}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be an int >= 1, got {steps!r}")
+    steps = check_int(steps, "steps", minimum=1)
+    check_bool(first_step_rescale, "first_step_rescale")
     if len(coeffs) != 3:
         raise ValueError(f"coeffs must be (a, b, c), got {coeffs!r}")
     dtype = x.dtype

@@ -11,12 +11,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from jaxlab._src.validation import check_int, check_nonnegative, check_positive
 from jaxlab.particles._mfld import MeanFieldFunctional
 
 __all__ = [
@@ -157,8 +158,7 @@ def interacting_box_functional(
             "coefficient and target must both have shape (dim,), got "
             f"{coefficient.shape} and {target.shape}"
         )
-    if np.ndim(interaction) != 0 or not float(interaction) >= 0:
-        raise ValueError(f"interaction must be a scalar >= 0, got {interaction}")
+    check_nonnegative(interaction, "interaction")
 
     def gradient(x, mean):
         c, m = coefficient.astype(x.dtype), target.astype(x.dtype)
@@ -229,16 +229,23 @@ def interacting_box_fixed_point(
     References:
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621).
     """
-    if not float(entropy_weight) > 0:
-        raise ValueError(f"entropy_weight must be > 0, got {entropy_weight}")
-    if not float(interaction) >= 0:
-        raise ValueError(f"interaction must be >= 0, got {interaction}")
+    check_positive(entropy_weight, "entropy_weight")
+    check_nonnegative(interaction, "interaction")
+    check_int(iterations, "iterations", minimum=1)
     coefficient, target = jnp.asarray(coefficient), jnp.asarray(target)
     dtype = jnp.result_type(coefficient.dtype, float)
     coefficient, target = coefficient.astype(dtype), target.astype(dtype)
     lower = jnp.broadcast_to(jnp.asarray(lower, dtype), coefficient.shape)
     upper = jnp.broadcast_to(jnp.asarray(upper, dtype), coefficient.shape)
+    return _bisect_fixed_point(
+        coefficient, interaction, target, entropy_weight, lower, upper, iterations
+    )
 
+
+# Jitted with the instance as arguments, so repeated calls on one shape compile once (an eager
+# ``fori_loop`` closing over the instance recompiles for every new coefficient).
+@functools.partial(jax.jit, static_argnums=6)
+def _bisect_fixed_point(coefficient, interaction, target, entropy_weight, lower, upper, iterations):
     def rates(mean):
         return (coefficient + interaction * (mean - target)) / entropy_weight
 

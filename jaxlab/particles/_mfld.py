@@ -11,8 +11,11 @@ Itô form in the primal coordinates is
 Both have the stationary law ``μ ∝ exp(-δF/δμ(μ, ·)/λ)``; MMFLD's is supported on ``𝒳``.
 ``N`` particles replace ``μ_t`` by their empirical measure ``μ̂ = (1/N) Σ_i δ_{X^i}``.
 
-The API follows blackjax: :func:`init`, :func:`build_kernel`, and the top-level factories
-:func:`mmfld` / :func:`mfld` returning a :class:`SamplingAlgorithm` ``(init, step)``. The
+The API follows blackjax, one namespace per algorithm: the top-level factories :class:`mmfld` /
+:class:`mfld` return a :class:`SamplingAlgorithm` ``(init, step)`` (jaxlab/_src/sampling.py,
+shared by every sampler), and carry their own lower-level pieces as ``mmfld.init`` /
+``mmfld.build_kernel`` (:func:`init`, :func:`build_kernel`) and ``mfld.init`` /
+``mfld.build_kernel``, so the next particle method's ``init`` does not collide with these. The
 functional enters only through the particle averages ``s = (1/N) Σ_i ψ(X^i)`` it depends on and
 its first-variation gradient ``∇_x δF/δμ(μ̂, x) = g(x, s)`` (a :class:`MeanFieldFunctional`), so
 one kernel runs on a block of particles on one device (``vmap``) and under ``jax.shard_map``
@@ -31,6 +34,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxlab._src.sampling import SamplingAlgorithm, particle_noise
+from jaxlab._src.validation import check_int, check_positive, check_real, is_concrete
 from jaxlab.particles._mirror_maps import MirrorMap, euclidean_mirror_map
 
 __all__ = [
@@ -38,8 +43,6 @@ __all__ = [
     "MFLDState",
     "MeanFieldFunctional",
     "SamplingAlgorithm",
-    "build_kernel",
-    "init",
     "mfld",
     "mmfld",
     "nearest_neighbour_entropy",
@@ -140,41 +143,6 @@ class MFLDInfo(NamedTuple):
     clip_count: jax.Array
 
 
-class SamplingAlgorithm(NamedTuple):
-    """A particle system in blackjax's shape: ``init(positions)``, ``step(rng_key, state)``.
-
-    Examples:
-      >>> import jax, jax.numpy as jnp
-      >>> algorithm = mfld(
-      ...     MeanFieldFunctional(lambda x: x, lambda x, m: x), step_size=0.1, entropy_weight=0.5
-      ... )
-      >>> state = algorithm.init(jnp.zeros((3, 1)))
-      >>> state, info = algorithm.step(jax.random.key(0), state)
-      >>> state.positions.shape
-      (3, 1)
-    """
-
-    init: Callable[[jax.Array], MFLDState]
-    step: Callable[[jax.Array, MFLDState], tuple[MFLDState, MFLDInfo]]
-
-
-def _is_concrete(value: Any) -> bool:
-    return not isinstance(value, jax.core.Tracer)
-
-
-def _check_positive(name: str, value: Any) -> None:
-    """``ValueError`` naming ``name`` unless the (concrete) ``value`` is finite and > 0."""
-    if not _is_concrete(value):
-        return  # traced hyperparameters are the caller's responsibility
-    array = np.asarray(value)
-    if array.shape != ():
-        raise ValueError(f"{name} must be a scalar, got shape {array.shape}")
-    if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    if not (np.isfinite(array) and array > 0):
-        raise ValueError(f"{name} must be finite and > 0, got {value}")
-
-
 def init(positions: jax.typing.ArrayLike, mirror_map: MirrorMap | None = None) -> MFLDState:
     """Checks the initial positions and wraps them in an :class:`MFLDState`.
 
@@ -193,9 +161,10 @@ def init(positions: jax.typing.ArrayLike, mirror_map: MirrorMap | None = None) -
     Examples:
       >>> import jax.numpy as jnp
       >>> from jaxlab.particles import box_mirror_map
-      >>> init(jnp.array([[0.5], [0.2]]), box_mirror_map(0.0, 1.0)).positions.shape
+      >>> from jaxlab.particles import mmfld
+      >>> mmfld.init(jnp.array([[0.5], [0.2]]), box_mirror_map(0.0, 1.0)).positions.shape
       (2, 1)
-      >>> init(jnp.array([[0.5], [1.0]]), box_mirror_map(0.0, 1.0))  # doctest: +ELLIPSIS
+      >>> mmfld.init(jnp.array([[0.5], [1.0]]), box_mirror_map(0.0, 1.0))  # doctest: +ELLIPSIS
       Traceback (most recent call last):
       ...
       ValueError: positions must lie strictly inside the mirror map's domain: particle 1 ...
@@ -207,7 +176,7 @@ def init(positions: jax.typing.ArrayLike, mirror_map: MirrorMap | None = None) -
         raise ValueError(
             f"positions must have shape (num_particles, dim), got shape {positions.shape}"
         )
-    if mirror_map is not None and _is_concrete(positions):
+    if mirror_map is not None and is_concrete(positions):
         distance = jax.vmap(mirror_map.boundary_distance)(positions)
         moved = jnp.max(jnp.abs(jax.vmap(mirror_map.project)(positions) - positions), axis=1)
         tolerance = 64 * jnp.finfo(positions.dtype).eps * (1 + jnp.max(jnp.abs(positions)))
@@ -221,86 +190,6 @@ def init(positions: jax.typing.ArrayLike, mirror_map: MirrorMap | None = None) -
                 "particle(s) in all"
             )
     return MFLDState(positions)
-
-
-def _threefry_words(rng_key: jax.Array) -> tuple[jax.Array, jax.Array] | None:
-    """The two uint32 words of a threefry2x32 key (typed or raw); ``None`` for another PRNG."""
-    if str(jax.random.key_impl(rng_key)) != "threefry2x32":
-        return None
-    words = jax.random.key_data(rng_key)
-    return words[0], words[1]
-
-
-_THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-
-
-def _threefry2x32(
-    key: tuple[jax.Array, jax.Array], counter: tuple[jax.Array, jax.Array]
-) -> tuple[jax.Array, jax.Array]:
-    """The Threefry-2x32 block cipher (20 rounds; Salmon et al., SC 2011) of a uint32 counter pair.
-
-    Written out (unrolled) so that XLA fuses the hash into its consumers: on CPU
-    ``jax.random``'s lowering is a rolled loop that materialises the counters between rounds.
-    Bitwise equal to ``jax.extend.random.threefry_2x32`` on the same words.
-    """
-    schedule = (key[0], key[1], key[0] ^ key[1] ^ np.uint32(0x1BD11BDA))
-    x0, x1 = counter[0] + schedule[0], counter[1] + schedule[1]
-    for group in range(5):
-        for rotation in _THREEFRY_ROTATIONS[group % 2]:
-            x0 = x0 + x1
-            x1 = (x1 << np.uint32(rotation)) | (x1 >> np.uint32(32 - rotation))
-            x1 = x1 ^ x0
-        x0 = x0 + schedule[(group + 1) % 3]
-        x1 = x1 + schedule[(group + 2) % 3] + np.uint32(group + 1)
-    return x0, x1
-
-
-def _uniform_from_bits(bits: jax.Array, dtype) -> jax.Array:
-    """Floats uniform on ``[nextafter(-1, 0), 1)`` from uniform unsigned bits (mantissa fill)."""
-    nbits, nmant = jnp.finfo(dtype).bits, jnp.finfo(dtype).nmant
-    one = np.array(1.0, np.dtype(dtype)).view(np.dtype(bits.dtype))
-    floats = jax.lax.bitcast_convert_type((bits >> (nbits - nmant)) | one, dtype) - 1.0
-    low = np.nextafter(np.array(-1.0, np.dtype(dtype)), np.array(0.0, np.dtype(dtype)))
-    return jnp.maximum(low, floats * (1.0 - low) + low)
-
-
-def _particle_noise(
-    rng_key: jax.Array, num_local: int, dim: int, dtype, axis_name: str | None
-) -> jax.Array:
-    """Standard normals ``ξ^i``, one row per particle, a function of ``(rng_key, i)`` only.
-
-    ``i`` is the particle's global index (``axis_index · num_local + local index`` under
-    ``jax.shard_map``), so a particle draws the same noise whatever the sharding, and each device
-    computes only its own rows. With a threefry key ``k`` (the default), one counter-mode hash
-    ``(b, b') = threefry2x32_k(i, p)`` gives the 32-bit words of coordinates ``2p`` and ``2p + 1``
-    (64-bit dtypes: ``(b, b')`` is one coordinate's 64 bits), so ``N·d`` normals cost ``N⌈d/2⌉``
-    hashes; a word becomes ``u`` uniform on ``(-1, 1)`` through its top mantissa bits and then
-    ``ξ = √2 erf⁻¹(u)`` (the inverse-CDF map of ``jax.random.normal``). Another PRNG falls back
-    to ``jax.random.normal(fold_in(rng_key, i), (d,))`` per particle.
-    """
-    offset = 0 if axis_name is None else jax.lax.axis_index(axis_name) * num_local
-    words = _threefry_words(rng_key)
-    if words is None:
-        indices = offset + jnp.arange(num_local)
-        keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(rng_key, indices)
-        return jax.vmap(lambda key: jax.random.normal(key, (dim,), dtype))(keys)
-    total = num_local * (1 if axis_name is None else jax.lax.axis_size(axis_name))
-    if total > 2**32:
-        raise ValueError(f"at most 2**32 particles are supported (uint32 counters), got {total}")
-    # Noise is drawn in float32 (or float64) and cast: the narrower floats have too few bits.
-    draw_dtype = jnp.float64 if jnp.finfo(dtype).bits == 64 else jnp.float32
-    wide = draw_dtype == jnp.float64
-    columns = dim if wide else (dim + 1) // 2
-    shape = (num_local, columns)
-    rows = jnp.asarray(offset, jnp.uint32) + jax.lax.broadcasted_iota(jnp.uint32, shape, 0)
-    pairs = jax.lax.broadcasted_iota(jnp.uint32, shape, 1)
-    first, second = _threefry2x32(words, (rows, pairs))
-    if wide:
-        bits = (first.astype(jnp.uint64) << 32) | second.astype(jnp.uint64)
-    else:
-        bits = jnp.stack([first, second], axis=-1).reshape(num_local, 2 * columns)[:, :dim]
-    uniform = _uniform_from_bits(bits, draw_dtype)
-    return (np.asarray(np.sqrt(2.0), draw_dtype) * jax.lax.erf_inv(uniform)).astype(dtype)
 
 
 def _particle_mean(tree: Any, axis_name: str | None) -> Any:
@@ -343,9 +232,7 @@ def nearest_neighbour_entropy(
     n, k = positions.shape
     if n < 2:
         raise ValueError(f"positions needs at least 2 samples, got {n}")
-    m = n if num_queries is None else int(num_queries)
-    if not 1 <= m <= n:
-        raise ValueError(f"num_queries must be in [1, {n}], got {num_queries}")
+    m = n if num_queries is None else check_int(num_queries, "num_queries", minimum=1, maximum=n)
     queries = positions[:m]
     squared = jnp.sum((queries[:, None, :] - positions[None, :, :]) ** 2, axis=-1)
     self_pair = jnp.arange(m)[:, None] == jnp.arange(n)[None, :]
@@ -441,7 +328,8 @@ def build_kernel(
     Examples:
       >>> import jax, jax.numpy as jnp
       >>> from jaxlab.particles import box_mirror_map, linear_potential_functional
-      >>> kernel = build_kernel(box_mirror_map(0.0, 1.0))
+      >>> from jaxlab.particles import mmfld
+      >>> kernel = mmfld.build_kernel(box_mirror_map(0.0, 1.0))
       >>> state = MFLDState(jnp.full((5, 1), 0.5))
       >>> state, info = kernel(jax.random.key(0), state, linear_potential_functional(
       ...     jnp.array([0.3])), step_size=1e-3, entropy_weight=0.1)
@@ -458,12 +346,10 @@ def build_kernel(
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
     for name, margin in (("boundary_margin", boundary_margin), ("dual_margin", dual_margin)):
-        if not 0 < margin < 0.5:
-            raise ValueError(f"{name} must be in (0, 0.5), got {margin}")
-    if isinstance(entropy_queries, bool) or not isinstance(entropy_queries, int | np.integer):
-        raise TypeError(f"entropy_queries must be an int, got {entropy_queries!r}")
-    if entropy_queries < 0:
-        raise ValueError(f"entropy_queries must be >= 0, got {entropy_queries}")
+        check_real(
+            margin, name, minimum=0.0, maximum=0.5, include_minimum=False, include_maximum=False
+        )
+    check_int(entropy_queries, "entropy_queries", minimum=0)
 
     def kernel(
         rng_key: jax.Array,
@@ -473,8 +359,8 @@ def build_kernel(
         entropy_weight: jax.typing.ArrayLike,
         axis_name: str | None = None,
     ) -> tuple[MFLDState, MFLDInfo]:
-        _check_positive("step_size", step_size)
-        _check_positive("entropy_weight", entropy_weight)
+        check_positive(step_size, "step_size")
+        check_positive(entropy_weight, "entropy_weight")
         x = state.positions
         num_local, dim = x.shape
         dtype = x.dtype
@@ -483,7 +369,7 @@ def build_kernel(
 
         statistics = _particle_mean(jax.vmap(functional.statistics_fn)(x), axis_name)
         gradient = jax.vmap(functional.first_variation_grad_fn, in_axes=(0, None))(x, statistics)
-        noise = _particle_noise(rng_key, num_local, dim, dtype, axis_name)
+        noise = particle_noise(rng_key, num_local, dim, dtype, axis_name)
         scale = jnp.sqrt(2.0 * entropy_weight * step_size)
 
         if scheme == "primal":
@@ -539,18 +425,7 @@ def build_kernel(
     return kernel
 
 
-def mmfld(
-    functional: MeanFieldFunctional,
-    mirror_map: MirrorMap,
-    step_size: jax.typing.ArrayLike,
-    entropy_weight: jax.typing.ArrayLike,
-    *,
-    scheme: str = "primal",
-    axis_name: str | None = None,
-    boundary_margin: float = _BOUNDARY_MARGIN,
-    dual_margin: float = _DUAL_MARGIN,
-    entropy_queries: int = 0,
-) -> SamplingAlgorithm:
+class mmfld:  # lowercase: a factory, as blackjax.mala
     """Mirror mean-field Langevin dynamics: ``(init, step)`` minimising ``F(μ) + λ Ent(μ)`` on 𝒳.
 
     ``step`` is the kernel of :func:`build_kernel` (``scheme="primal"``: the Itô form
@@ -575,7 +450,9 @@ def mmfld(
       entropy_queries: see :func:`build_kernel` (``0``: ``Info.entropy`` is ``nan``).
 
     Returns:
-      A :class:`SamplingAlgorithm` ``(init, step)``.
+      A :class:`SamplingAlgorithm` ``(init, step)``. As in blackjax, the pieces are reachable
+      per algorithm: ``mmfld.init(positions, mirror_map)`` (:func:`init`) and
+      ``mmfld.build_kernel(mirror_map, scheme, ...)`` (:func:`build_kernel`).
 
     Raises:
       ValueError: ``step_size`` or ``entropy_weight`` is not a finite positive number, or a
@@ -601,43 +478,72 @@ def mmfld(
       Traceback (most recent call last):
       ...
       ValueError: entropy_weight must be finite and > 0, got 0.0
+      >>> # The lower-level pieces, per algorithm: the kernel takes the hyperparameters per call.
+      >>> kernel = mmfld.build_kernel(box_mirror_map(0.0, 1.0))
+      >>> state = mmfld.init(jnp.full((5, 1), 0.5), box_mirror_map(0.0, 1.0))
+      >>> state, info = kernel(jax.random.key(0), state, linear_potential_functional(
+      ...     jnp.array([0.3])), step_size=1e-3, entropy_weight=0.1)
+      >>> float(info.energy)  # F(μ̂) = 0.3 · mean position, before the step
+      0.15000000596046448
 
     References:
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621).
     """
-    _check_positive("step_size", step_size)
-    _check_positive("entropy_weight", entropy_weight)
-    if not isinstance(functional, MeanFieldFunctional):
-        raise TypeError(
-            f"functional must be a MeanFieldFunctional, got {type(functional).__name__}"
+
+    init = staticmethod(init)
+    build_kernel = staticmethod(build_kernel)
+
+    def __new__(  # type: ignore[misc]  # returns the SamplingAlgorithm, as blackjax does
+        cls,
+        functional: MeanFieldFunctional,
+        mirror_map: MirrorMap,
+        step_size: jax.typing.ArrayLike,
+        entropy_weight: jax.typing.ArrayLike,
+        *,
+        scheme: str = "primal",
+        axis_name: str | None = None,
+        boundary_margin: float = _BOUNDARY_MARGIN,
+        dual_margin: float = _DUAL_MARGIN,
+        entropy_queries: int = 0,
+    ) -> SamplingAlgorithm:
+        check_positive(step_size, "step_size")
+        check_positive(entropy_weight, "entropy_weight")
+        if not isinstance(functional, MeanFieldFunctional):
+            raise TypeError(
+                f"functional must be a MeanFieldFunctional, got {type(functional).__name__}"
+            )
+        if not isinstance(mirror_map, MirrorMap):
+            raise TypeError(f"mirror_map must be a MirrorMap, got {type(mirror_map).__name__}")
+        kernel = build_kernel(
+            mirror_map,
+            scheme,
+            boundary_margin=boundary_margin,
+            dual_margin=dual_margin,
+            entropy_queries=entropy_queries,
         )
-    if not isinstance(mirror_map, MirrorMap):
-        raise TypeError(f"mirror_map must be a MirrorMap, got {type(mirror_map).__name__}")
-    kernel = build_kernel(
-        mirror_map,
-        scheme,
-        boundary_margin=boundary_margin,
-        dual_margin=dual_margin,
-        entropy_queries=entropy_queries,
-    )
 
-    def init_fn(positions: jax.typing.ArrayLike) -> MFLDState:
-        return init(positions, mirror_map)
+        def init_fn(positions: jax.typing.ArrayLike) -> MFLDState:
+            return init(positions, mirror_map)
 
-    def step_fn(rng_key: jax.Array, state: MFLDState) -> tuple[MFLDState, MFLDInfo]:
-        return kernel(rng_key, state, functional, step_size, entropy_weight, axis_name)
+        def step_fn(rng_key: jax.Array, state: MFLDState) -> tuple[MFLDState, MFLDInfo]:
+            return kernel(rng_key, state, functional, step_size, entropy_weight, axis_name)
 
-    return SamplingAlgorithm(init_fn, step_fn)
+        return SamplingAlgorithm(init_fn, step_fn)
 
 
-def mfld(
-    functional: MeanFieldFunctional,
-    step_size: jax.typing.ArrayLike,
-    entropy_weight: jax.typing.ArrayLike,
-    *,
-    axis_name: str | None = None,
-    entropy_queries: int = 0,
-) -> SamplingAlgorithm:
+def _euclidean_init(positions: jax.typing.ArrayLike) -> MFLDState:
+    """:func:`init` on ``ℝ^d`` (no domain to check)."""
+    return init(positions)
+
+
+def _euclidean_build_kernel(
+    *, entropy_queries: int = 0
+) -> Callable[..., tuple[MFLDState, MFLDInfo]]:
+    """:func:`build_kernel` with the Euclidean mirror map: MFLD's Euler–Maruyama step."""
+    return build_kernel(euclidean_mirror_map(), "primal", entropy_queries=entropy_queries)
+
+
+class mfld:  # lowercase: a factory, as blackjax.mala
     """Mean-field Langevin dynamics on ``ℝ^d``: :func:`mmfld` with the Euclidean mirror map.
 
     ``X^i ← X^i - η ∇_x δF/δμ(μ̂, X^i) + √(2λη) ξ^i`` (Euler–Maruyama of
@@ -651,7 +557,9 @@ def mfld(
       entropy_queries: see :func:`build_kernel`.
 
     Returns:
-      A :class:`SamplingAlgorithm` ``(init, step)``.
+      A :class:`SamplingAlgorithm` ``(init, step)``; per algorithm, ``mfld.init(positions)`` and
+      ``mfld.build_kernel(entropy_queries=0)`` are :func:`init` and :func:`build_kernel` on
+      ``ℝ^d``.
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -663,19 +571,37 @@ def mfld(
       ...                         jax.random.split(jax.random.key(1), 400))
       >>> round(float(state.positions.var()), 1)
       0.5
+      >>> kernel = mfld.build_kernel()  # the hyperparameters are passed per call
+      >>> state, _ = kernel(jax.random.key(2), mfld.init(jnp.zeros((3, 1))),
+      ...                   MeanFieldFunctional(lambda x: x, lambda x, m: x), 1e-2, 0.5)
+      >>> state.positions.shape
+      (3, 1)
 
     References:
       Mei, Montanari & Nguyen, PNAS 2018; Nitanda, Wu & Suzuki, AISTATS 2022; Chizat, TMLR 2022.
     """
-    return mmfld(
-        functional,
-        euclidean_mirror_map(),
-        step_size,
-        entropy_weight,
-        scheme="primal",
-        axis_name=axis_name,
-        entropy_queries=entropy_queries,
-    )
+
+    init = staticmethod(_euclidean_init)
+    build_kernel = staticmethod(_euclidean_build_kernel)
+
+    def __new__(  # type: ignore[misc]  # returns the SamplingAlgorithm, as blackjax does
+        cls,
+        functional: MeanFieldFunctional,
+        step_size: jax.typing.ArrayLike,
+        entropy_weight: jax.typing.ArrayLike,
+        *,
+        axis_name: str | None = None,
+        entropy_queries: int = 0,
+    ) -> SamplingAlgorithm:
+        return mmfld(
+            functional,
+            euclidean_mirror_map(),
+            step_size,
+            entropy_weight,
+            scheme="primal",
+            axis_name=axis_name,
+            entropy_queries=entropy_queries,
+        )
 
 
 def shard_step(

@@ -1,7 +1,12 @@
 """jaxopt-shaped iterative solvers.
 
 Hom-PGD⁺ (Liu, Liang & Chen, ICML 2026): projected gradient in the latent ball of a (learned)
-homeomorphism onto a non-convex feasible set, with the public code's bisection repair.
+homeomorphism onto a non-convex feasible set, with the public code's bisection repair; its star
+toy and non-convex QCQP family, and the baselines it is measured against (exact-projection PGD,
+penalty, augmented Lagrangian, SLSQP).
+
+Implicit differentiation of a solver's solution solves a linear system through
+``implicit_diff_solve`` (dense for small problems, matrix-free GMRES or CG otherwise).
 
 Push-Pull and FAB (Ma, Wang, Yao & Zhang, ICML 2026): gradient tracking over time-varying
 directed graphs (row-stochastic pull, column-stochastic push) and its first-order value-function
@@ -12,7 +17,60 @@ forward-backward-forward with growing batches and relaxation (EG+), the Halpern-
 projected stochastic gradient descent-ascent (baseline), and test problems with known solutions.
 """
 
-from jaxlab.solvers._hom_pgd import HomPGD, HomPGDState, bisection_repair, project_ball
+from jaxlab._src.solver import (
+    DENSE_SOLVE_MAX_SIZE,
+    cg_tangent_solve,
+    default_tangent_solve,
+    dense_tangent_solve,
+    gmres_tangent_solve,
+)
+from jaxlab.solvers._baselines import (
+    BaselineRun,
+    augmented_lagrangian,
+    exact_projection_pgd,
+    penalty_method,
+    slsqp_multistart,
+    slsqp_projection_pgd,
+)
+from jaxlab.solvers._bilevel_problems import (
+    BilevelProblem,
+    BilevelSolution,
+    centralized_penalty_trajectory,
+    diabetes_ridge_tuning,
+    digits_hyper_cleaning,
+    exact_bilevel_solution,
+    exact_hypergradient,
+    lower_level_solution,
+)
+from jaxlab.solvers._hom_pgd import (
+    HomPGD,
+    HomPGDState,
+    best_feasible_start,
+    bisection_repair,
+    latent_starts,
+    project_ball,
+    select_penalty_weight,
+)
+from jaxlab.solvers._hom_pgd_problems import (
+    STAR_OPTIMUM,
+    STAR_OPTIMUM_VALUE,
+    QCQPInstance,
+    qcqp_condition,
+    qcqp_condition_sampler,
+    qcqp_constraints,
+    qcqp_constraints_from_condition,
+    qcqp_hom_pgd,
+    qcqp_homeomorphism_net,
+    qcqp_objective,
+    sample_qcqp,
+    star_boundary,
+    star_constraint,
+    star_hom_pgd,
+    star_homeomorphism,
+    star_objective,
+    star_projection,
+    star_radius,
+)
 from jaxlab.solvers._push_pull import FAB, FABParams, FABState, PushPull, PushPullState
 from jaxlab.solvers._vi import (
     HalpernExtragradient,
@@ -25,21 +83,65 @@ from jaxlab.solvers._vi import (
     minibatch_operator,
     natural_residual,
     polynomial_batch_schedule,
+    run_to_checkpoints,
 )
 from jaxlab.solvers._vi_problems import VIProblem, bilinear_nonnegative, weak_minty_2d
 
 __all__ = [
+    # linear solves for implicit differentiation (a solver's implicit_diff_solve)
+    "DENSE_SOLVE_MAX_SIZE",
+    "cg_tangent_solve",
+    "default_tangent_solve",
+    "dense_tangent_solve",
+    "gmres_tangent_solve",
     # Hom-PGD+ (latent projected gradient through a homeomorphism)
     "HomPGD",
     "HomPGDState",
+    "best_feasible_start",
     "bisection_repair",
+    "latent_starts",
     "project_ball",
+    "select_penalty_weight",
+    # its problems (star toy, non-convex QCQPs) and baselines
+    "STAR_OPTIMUM",
+    "STAR_OPTIMUM_VALUE",
+    "BaselineRun",
+    "QCQPInstance",
+    "augmented_lagrangian",
+    "exact_projection_pgd",
+    "penalty_method",
+    "qcqp_condition",
+    "qcqp_condition_sampler",
+    "qcqp_constraints",
+    "qcqp_constraints_from_condition",
+    "qcqp_hom_pgd",
+    "qcqp_homeomorphism_net",
+    "qcqp_objective",
+    "sample_qcqp",
+    "slsqp_multistart",
+    "slsqp_projection_pgd",
+    "star_boundary",
+    "star_constraint",
+    "star_homeomorphism",
+    "star_hom_pgd",
+    "star_objective",
+    "star_projection",
+    "star_radius",
     # Push-Pull and FAB (distributed bilevel) over time-varying digraphs
     "FAB",
     "FABParams",
     "FABState",
     "PushPull",
     "PushPullState",
+    # distributed bilevel problems with exact references (FAB's instances and baselines)
+    "BilevelProblem",
+    "BilevelSolution",
+    "centralized_penalty_trajectory",
+    "diabetes_ridge_tuning",
+    "digits_hyper_cleaning",
+    "exact_bilevel_solution",
+    "exact_hypergradient",
+    "lower_level_solution",
     # stochastic variational inequalities
     "HalpernExtragradient",
     "HalpernState",
@@ -53,5 +155,6 @@ __all__ = [
     "minibatch_operator",
     "natural_residual",
     "polynomial_batch_schedule",
+    "run_to_checkpoints",
     "weak_minty_2d",
 ]

@@ -26,8 +26,25 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from jaxlab._src.solver import IterativeSolver, OptStep
+from jaxlab._src.validation import (
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+    check_real,
+    is_concrete,
+)
+from jaxlab.nn import sample_latents
 
-__all__ = ["HomPGD", "HomPGDState", "bisection_repair", "project_ball"]
+__all__ = [
+    "HomPGD",
+    "HomPGDState",
+    "best_feasible_start",
+    "bisection_repair",
+    "latent_starts",
+    "project_ball",
+    "select_penalty_weight",
+]
 
 _PROJECTIONS = ("ball", "box", "none")
 _REPAIRS = ("none", "bisection")
@@ -69,7 +86,9 @@ def project_ball(z: ArrayLike, radius: ArrayLike = 1.0) -> jax.Array:
         raise TypeError(f"z must be a floating array, got dtype {z.dtype}")
     if z.ndim < 1:
         raise ValueError(f"z must have at least one axis, got shape {z.shape}")
-    if not isinstance(radius, jax.core.Tracer) and not np.all(np.asarray(radius) > 0):
+    if np.ndim(radius) == 0:
+        check_positive(radius, "radius")
+    elif is_concrete(radius) and not np.all(np.asarray(radius) > 0):  # per-row radii
         raise ValueError(f"radius must be > 0, got {radius!r}")
     radius = jnp.asarray(radius, z.dtype)
     return z / jnp.maximum(1.0, _safe_norm(z) / radius)
@@ -139,10 +158,8 @@ def bisection_repair(
     if not jnp.issubdtype(z_feasible.dtype, jnp.floating):
         raise TypeError(f"z_feasible must be a floating array, got dtype {z_feasible.dtype}")
     z_candidate = z_candidate.astype(z_feasible.dtype)
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-        raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
-    if not tol > 0:
-        raise ValueError(f"tol must be > 0, got {tol!r}")
+    check_positive_int(num_steps, "num_steps")
+    check_positive(tol, "tol")
     if not callable(is_feasible):
         raise TypeError(f"is_feasible must be callable, got {type(is_feasible).__name__}")
     candidate_ok = jnp.asarray(is_feasible(z_candidate))
@@ -181,7 +198,7 @@ class HomPGDState(NamedTuple):
     latent_grad: jax.Array
 
 
-@dataclasses.dataclass(eq=False, init=False)
+@dataclasses.dataclass(eq=False)
 class HomPGD(IterativeSolver):
     """Projected gradient in the latent ball of a homeomorphism Φ: 𝔹 -> K (Hom-PGD⁺).
 
@@ -219,12 +236,14 @@ class HomPGD(IterativeSolver):
       bisection_steps: maximum halvings of the repair (10; 20 in the code's 2-D toy).
       bisection_tol: bracket length at which the repair stops.
       feasibility_tol: a residual above this is a violation (repair and stopping).
-      maxiter: maximum number of updates.
+      maxiter: maximum number of updates (keyword-only, as are the fields below).
       tol: stopping tolerance.
       implicit_diff: differentiate ``run``'s solution by the implicit function theorem on
         ``optimality_fun`` (valid at a nondegenerate stationary point).
       unroll: loop with ``lax.scan`` over ``maxiter`` steps.
       jit: jit ``run``.
+      implicit_diff_solve: the linear solve of the implicit derivative, ``solve(matvec, b)``
+        (None: dense for up to 1000 latents, GMRES above; see ``gmres_tangent_solve``).
 
     Examples:
       Minimise a linear function over the star-shaped set ``||x|| <= 1 + 0.6 sin(4θ)``
@@ -245,8 +264,8 @@ class HomPGD(IterativeSolver):
       Ball-Homeomorphic Set", ICML 2026.
     """
 
-    fun: Callable[..., jax.Array] = None  # type: ignore[assignment]
-    homeomorphism: Callable[..., jax.Array] = None  # type: ignore[assignment]
+    fun: Callable[..., jax.Array]
+    homeomorphism: Callable[..., jax.Array]
     constraint_fn: Callable[..., jax.Array] | None = None
     stepsize: float = 0.1
     adaptive_decay: float = 0.999
@@ -257,47 +276,8 @@ class HomPGD(IterativeSolver):
     bisection_steps: int = 10
     bisection_tol: float = 1e-5
     feasibility_tol: float = 1e-5
-
-    def __init__(
-        self,
-        fun: Callable[..., jax.Array],
-        homeomorphism: Callable[..., jax.Array],
-        constraint_fn: Callable[..., jax.Array] | None = None,
-        stepsize: float = 0.1,
-        adaptive_decay: float = 0.999,
-        min_stepsize: float = 1e-6,
-        repair: Literal["none", "bisection"] = "none",
-        projection: Literal["ball", "box", "none"] = "ball",
-        stopping: Literal["gradient_mapping", "objective_change"] = "gradient_mapping",
-        bisection_steps: int = 10,
-        bisection_tol: float = 1e-5,
-        feasibility_tol: float = 1e-5,
-        maxiter: int = 500,
-        tol: float = 1e-5,
-        implicit_diff: bool = True,
-        unroll: bool = False,
-        jit: bool = True,
-    ):
-        # A hand-written __init__ so that `fun` and `homeomorphism` come first positionally
-        # (the base dataclass's fields all have defaults and would otherwise precede them).
-        self.fun = fun
-        self.homeomorphism = homeomorphism
-        self.constraint_fn = constraint_fn
-        self.stepsize = stepsize
-        self.adaptive_decay = adaptive_decay
-        self.min_stepsize = min_stepsize
-        self.repair = repair
-        self.projection = projection
-        self.stopping = stopping
-        self.bisection_steps = bisection_steps
-        self.bisection_tol = bisection_tol
-        self.feasibility_tol = feasibility_tol
-        self.maxiter = maxiter
-        self.tol = tol
-        self.implicit_diff = implicit_diff
-        self.unroll = unroll
-        self.jit = jit
-        self.__post_init__()
+    _: dataclasses.KW_ONLY
+    tol: float = 1e-5  # the base's fields (maxiter, tol, implicit_diff, ...) are keyword-only
 
     def __post_init__(self):
         super().__post_init__()
@@ -311,14 +291,11 @@ class HomPGD(IterativeSolver):
             raise TypeError(
                 f"constraint_fn must be callable or None, got {type(self.constraint_fn).__name__}"
             )
-        if not self.stepsize > 0:
-            raise ValueError(f"stepsize must be > 0, got {self.stepsize!r}")
-        if not 0 < self.adaptive_decay <= 1:
-            raise ValueError(f"adaptive_decay must be in (0, 1], got {self.adaptive_decay!r}")
-        if not 0 <= self.min_stepsize <= self.stepsize:
-            raise ValueError(
-                f"min_stepsize must be in [0, stepsize={self.stepsize}], got {self.min_stepsize!r}"
-            )
+        stepsize = check_positive(self.stepsize, "stepsize")  # None when traced
+        check_real(
+            self.adaptive_decay, "adaptive_decay", minimum=0.0, maximum=1.0, include_minimum=False
+        )
+        check_real(self.min_stepsize, "min_stepsize", minimum=0.0, maximum=stepsize)
         if self.repair not in _REPAIRS:
             raise ValueError(f"repair must be one of {_REPAIRS}, got {self.repair!r}")
         if self.projection not in _PROJECTIONS:
@@ -329,13 +306,9 @@ class HomPGD(IterativeSolver):
             raise ValueError('repair="bisection" needs a constraint_fn')
         if self.constraint_fn is None and self.stopping == "objective_change":
             raise ValueError('stopping="objective_change" needs a constraint_fn (feasibility)')
-        steps = self.bisection_steps
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise ValueError(f"bisection_steps must be a positive int, got {steps!r}")
-        if not self.bisection_tol > 0:
-            raise ValueError(f"bisection_tol must be > 0, got {self.bisection_tol!r}")
-        if not self.feasibility_tol >= 0:
-            raise ValueError(f"feasibility_tol must be >= 0, got {self.feasibility_tol!r}")
+        check_positive_int(self.bisection_steps, "bisection_steps")
+        check_positive(self.bisection_tol, "bisection_tol")
+        check_nonnegative(self.feasibility_tol, "feasibility_tol")
 
     # -- pieces ------------------------------------------------------------------------------
     def _project(self, z: jax.Array) -> jax.Array:
@@ -451,6 +424,25 @@ class HomPGD(IterativeSolver):
         grad = jax.grad(lambda p: self._objective(p, args)[0])(z)
         return self._gradient_mapping(z, grad)
 
+    def outside_fraction(self, latents: ArrayLike, *args) -> jax.Array:
+        """ε_inn: the share of ``Φ(latents)`` violating ``constraint_fn`` by > ``feasibility_tol``.
+
+        The learning error of a trained map (0 for an exact homeomorphism); ``latents`` has
+        shape (num_samples, n), e.g. ``jaxlab.nn.sample_latents``.
+
+        Examples:
+          >>> import jax.numpy as jnp
+          >>> disk = lambda x: jnp.sum(x**2, keepdims=True) - 1.0
+          >>> solver = HomPGD(lambda x: jnp.sum(x), lambda z: 1.5 * z, disk)
+          >>> float(solver.outside_fraction(jnp.array([[0.1, 0.0], [0.9, 0.0]])))
+          0.5
+        """
+        if self.constraint_fn is None:
+            raise ValueError("outside_fraction needs a constraint_fn")
+        x = jax.vmap(lambda z: self.homeomorphism(z, *args))(jnp.asarray(latents))
+        residuals = jax.vmap(lambda v: jnp.max(self.constraint_fn(v, *args)))(x)
+        return jnp.mean(residuals > self.feasibility_tol)
+
     def decode(self, params: ArrayLike, *args) -> jax.Array:
         """The x-space point ``Φ(z, *args)`` of a latent iterate.
 
@@ -461,3 +453,98 @@ class HomPGD(IterativeSolver):
           [1.0, 0.5]
         """
         return self.homeomorphism(self._check_params(params), *args)
+
+
+# --------------------------------------------------------------------------------------------
+# Multi-start use (the note asks for the best of several starts, never one run).
+
+
+def latent_starts(rng_key: jax.Array, num_starts: int, num_features: int) -> jax.Array:
+    """Latent starts for a multi-start solve: the centre z = 0 first, then interior points.
+
+    The other ``num_starts - 1`` starts are ``jaxlab.nn.sample_latents`` draws (uniform in the
+    disk for n <= 2, in the cube above) shrunk by 0.9, so none starts on the latent boundary.
+
+    Args:
+      rng_key: a ``jax.random`` key.
+      num_starts: total number of starts (>= 2).
+      num_features: latent dimension n.
+
+    Returns:
+      Array (num_starts, n); row 0 is zero.
+
+    Examples:
+      >>> import jax
+      >>> z0s = latent_starts(jax.random.key(0), 4, 2)
+      >>> z0s.shape, z0s[0].tolist()
+      ((4, 2), [0.0, 0.0])
+
+    References:
+      C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (centre and latent multi-starts).
+    """
+    num_starts = check_int(num_starts, "num_starts", minimum=2)
+    n = check_positive_int(num_features, "num_features")
+    others = 0.9 * sample_latents(rng_key, num_starts - 1, n)
+    return jnp.concatenate([jnp.zeros((1, n)), others.reshape(-1, n)], axis=0)
+
+
+def best_feasible_start(
+    values: ArrayLike, violations: ArrayLike, feasibility_tol: float = 1e-5
+) -> tuple[int, bool]:
+    """Index of the best feasible run of a multi-start solve, and whether any run is feasible.
+
+    Among runs with ``violation <= feasibility_tol`` the one with the smallest value; when none
+    is feasible, the least violated run (flagged ``False``).
+
+    Args:
+      values: final objective values, shape (num_starts,).
+      violations: final violations, same shape.
+      feasibility_tol: largest violation counted as feasible.
+
+    Returns:
+      ``(index, feasible)``.
+
+    Examples:
+      >>> best_feasible_start([0.5, -3.0, 0.1], [0.0, 1.0, 0.0])
+      (2, True)
+      >>> best_feasible_start([0.5, -3.0, 0.1], [3.0, 1.0, 2.0])
+      (1, False)
+    """
+    check_nonnegative(feasibility_tol, "feasibility_tol")
+    values, violations = np.asarray(values), np.asarray(violations)
+    if values.shape != violations.shape or values.ndim != 1 or values.size == 0:
+        raise ValueError(
+            "values and violations must be non-empty 1-D arrays of the same shape, got shapes "
+            f"{values.shape} and {violations.shape}"
+        )
+    feasible = violations <= feasibility_tol
+    if feasible.any():
+        return int(np.argmin(np.where(feasible, values, np.inf))), True
+    return int(np.argmin(violations)), False
+
+
+def select_penalty_weight(validation_gaps: dict[float, float]) -> float:
+    """The homeomorphism loss's w_pen with the smallest validation median gap; ties go larger.
+
+    One network is trained per candidate penalty weight of ``jaxlab.nn.homeomorphism_loss``;
+    Hom-PGD's median gap on validation instances decides. A larger w_pen keeps more of Φ(𝔹)
+    inside K (smaller ε_inn), so it wins a tie.
+
+    Args:
+      validation_gaps: ``{w_pen: median gap}`` (inf where no validation run was feasible).
+
+    Returns:
+      The chosen w_pen.
+
+    Examples:
+      >>> select_penalty_weight({1.0: 0.04, 3.0: 0.09, 10.0: 0.30})
+      1.0
+      >>> select_penalty_weight({1.0: 0.05, 10.0: 0.05})
+      10.0
+
+    References:
+      C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (w_pen trades ε_inn against coverage).
+    """
+    if not validation_gaps:
+        raise ValueError("validation_gaps must not be empty")
+    return min(validation_gaps, key=lambda w: (validation_gaps[w], -w))

@@ -40,7 +40,6 @@ References:
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -49,8 +48,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from jaxlab._src import validation
 from jaxlab._src.solver import IterativeSolver, OptStep, tree_l2_norm
-from jaxlab.distributed._graphs import (
+from jaxlab.distributed import (
     check_column_stochastic,
     check_jointly_strongly_connected,
     check_row_stochastic,
@@ -67,21 +67,6 @@ _PROBE_STEPS = 3
 
 # --------------------------------------------------------------------------------------------
 # Agent-axis helpers: the same maths stacked (leading axis) or per agent (named axis).
-
-
-def _concrete_float(value: Any, name: str) -> float | None:
-    if isinstance(value, jax.core.Tracer):
-        return None
-    array = np.asarray(value)
-    if array.shape != ():
-        raise TypeError(f"{name} must be a scalar, got shape {array.shape}")
-    return float(array)
-
-
-def _check_positive(value: Any, name: str) -> None:
-    number = _concrete_float(value, name)
-    if number is not None and not (math.isfinite(number) and number > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 def _num_agents(tree: Any, axis_name: str | None) -> int:
@@ -184,17 +169,9 @@ def _tree_add(x: Any, y: Any) -> Any:
     return jax.tree.map(jnp.add, x, y)
 
 
-@dataclasses.dataclass(eq=False, kw_only=True)
 class _AgentSolver(IterativeSolver):
-    """What PushPull and FAB share: the graph sequence, its matrices and the agent axis."""
-
-    graph_fn: Callable[[jax.Array, Any], Any] | None = None
-    weights_fn: Callable[[Any], tuple[jax.Array, jax.Array]] = pull_push_weights
-    tracking: bool = True
-    axis_name: str | None = None
-    mixing: str = "dense"
-    shifts: tuple[int, ...] = ()
-    connectivity_window: int | None = None
+    """What PushPull and FAB share (each declares its own fields): the graph sequence, its
+    matrices and the agent axis."""
 
     def __post_init__(self):
         super().__post_init__()
@@ -205,12 +182,10 @@ class _AgentSolver(IterativeSolver):
             )
         if not callable(self.weights_fn):
             raise TypeError(f"weights_fn must be callable, got {self.weights_fn!r}")
-        if not isinstance(self.tracking, bool):
-            raise TypeError(f"tracking must be a bool, got {self.tracking!r}")
-        if self.axis_name is not None and (
-            not isinstance(self.axis_name, str) or not self.axis_name
-        ):
-            raise TypeError(f"axis_name must be None or a non-empty string, got {self.axis_name!r}")
+        validation.check_bool(self.tracking, "tracking")
+        validation.check_axis_name(self.axis_name)
+        if isinstance(self.axis_name, tuple):  # the agents are one axis (ppermute along it)
+            raise TypeError(f"axis_name must be None or a single axis name, got {self.axis_name!r}")
         if self.mixing not in _MIXINGS:
             raise ValueError(f"mixing must be one of {_MIXINGS}, got {self.mixing!r}")
         if self.mixing == "sparse" and self.axis_name is None:
@@ -218,17 +193,14 @@ class _AgentSolver(IterativeSolver):
                 "mixing='sparse' exchanges messages with ppermute over a named axis: set "
                 "axis_name (with axis_name=None mixing is a matrix product)"
             )
-        if not isinstance(self.shifts, tuple) or not all(
-            isinstance(s, int) and not isinstance(s, bool) for s in self.shifts
-        ):
+        if not isinstance(self.shifts, tuple):
             raise TypeError(f"shifts must be a tuple of ints, got {self.shifts!r}")
+        for i, shift in enumerate(self.shifts):
+            validation.check_int(shift, f"shifts[{i}]")
         if self.mixing == "sparse" and not self.shifts:
             raise ValueError("mixing='sparse' needs shifts, e.g. (1,) for a directed ring")
-        window = self.connectivity_window
-        if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
-            raise TypeError(f"connectivity_window must be None or an int, got {window!r}")
-        if window is not None and window < 1:
-            raise ValueError(f"connectivity_window must be >= 1, got {window}")
+        if self.connectivity_window is not None:
+            validation.check_int(self.connectivity_window, "connectivity_window", minimum=1)
         self._probe_graphs()
 
     def _probe_graphs(self) -> None:
@@ -343,7 +315,7 @@ class PushPull(_AgentSolver):
       shifts: the ring hops ``s`` (edges ``j -> j + s``) that sparse mixing carries.
       connectivity_window: if set, the first graphs drawn with a probe key must be jointly
         strongly connected over this window (a check of ``graph_fn`` at construction).
-      maxiter, tol, implicit_diff, unroll, jit: as in the solver base.
+      maxiter, tol, implicit_diff, implicit_diff_solve, unroll, jit: as in the solver base.
 
     ``run(init_params, *args, rng_key=key)``: ``init_params`` and ``args`` carry the agents on
     their leading axis (``axis_name=None``) or are one agent's (named axis). ``optimality_fun``
@@ -367,8 +339,15 @@ class PushPull(_AgentSolver):
       Networks", IEEE TAC 2020; Ma, Wang, Yao & Zhang, "FAB", ICML 2026 (time-varying digraphs).
     """
 
-    grad_fn: Callable[..., Any] | None = None
+    grad_fn: Callable[..., Any]
+    graph_fn: Callable[[jax.Array, Any], Any]
+    weights_fn: Callable[[Any], tuple[jax.Array, jax.Array]] = pull_push_weights
     stepsize: ArrayLike = 0.1
+    tracking: bool = True
+    axis_name: str | None = None
+    mixing: str = "dense"
+    shifts: tuple[int, ...] = ()
+    connectivity_window: int | None = None
     maxiter: int = 3000
     tol: float = 1e-10
 
@@ -377,7 +356,7 @@ class PushPull(_AgentSolver):
             raise TypeError(
                 f"grad_fn must be callable as grad_fn(x_i, *args_i), got {self.grad_fn!r}"
             )
-        _check_positive(self.stepsize, "stepsize")
+        validation.check_positive(self.stepsize, "stepsize")
         super().__post_init__()
 
     def _grads(self, params, args):
@@ -528,7 +507,7 @@ class FAB(_AgentSolver):
       upper_stepsize: ``α > 0``.
       lower_stepsize: ``β > 0`` (about ``1/L_g``).
       inner_steps: rounds per iteration, ``>= 1``.
-      maxiter, tol, implicit_diff, unroll, jit: as in the solver base.
+      maxiter, tol, implicit_diff, implicit_diff_solve, unroll, jit: as in the solver base.
 
     ``run(FABParams(x0, y0, z0), *args, rng_key=key)``; the output's ``x`` averaged over agents is
     the estimate. ``optimality_fun`` is ``r^v_i = (v_i - v̄) + (1/n) Σ_j d^v_j(x̄, ȳ, z̄)`` at the
@@ -556,13 +535,20 @@ class FAB(_AgentSolver):
       (the value-function penalty).
     """
 
-    upper_grad_fn: Callable[..., Any] | None = None
-    lower_grad_fn: Callable[..., Any] | None = None
+    upper_grad_fn: Callable[..., Any]
+    lower_grad_fn: Callable[..., Any]
+    graph_fn: Callable[[jax.Array, Any], Any]
+    weights_fn: Callable[[Any], tuple[jax.Array, jax.Array]] = pull_push_weights
     penalty: ArrayLike = 10.0
     penalty_power: ArrayLike = 0.0
     upper_stepsize: ArrayLike = 0.5
     lower_stepsize: ArrayLike = 0.2
     inner_steps: int = 1
+    tracking: bool = True
+    axis_name: str | None = None
+    mixing: str = "dense"
+    shifts: tuple[int, ...] = ()
+    connectivity_window: int | None = None
     maxiter: int = 20000
     tol: float = 1e-10
 
@@ -573,18 +559,11 @@ class FAB(_AgentSolver):
                     f"{name} must be callable as {name}(x_i, y_i, *args_i) -> (grad_x, grad_y), "
                     f"got {getattr(self, name)!r}"
                 )
-        _check_positive(self.penalty, "penalty")
-        _check_positive(self.upper_stepsize, "upper_stepsize")
-        _check_positive(self.lower_stepsize, "lower_stepsize")
-        power = _concrete_float(self.penalty_power, "penalty_power")
-        if power is not None and not (math.isfinite(power) and power >= 0):
-            raise ValueError(
-                f"penalty_power must be a finite number >= 0, got {self.penalty_power!r}"
-            )
-        if isinstance(self.inner_steps, bool) or not isinstance(self.inner_steps, int):
-            raise TypeError(f"inner_steps must be an int, got {self.inner_steps!r}")
-        if self.inner_steps < 1:
-            raise ValueError(f"inner_steps must be >= 1, got {self.inner_steps}")
+        validation.check_positive(self.penalty, "penalty")
+        validation.check_positive(self.upper_stepsize, "upper_stepsize")
+        validation.check_positive(self.lower_stepsize, "lower_stepsize")
+        validation.check_nonnegative(self.penalty_power, "penalty_power")
+        validation.check_int(self.inner_steps, "inner_steps", minimum=1)
         super().__post_init__()
 
     def penalty_at(self, iter_num: ArrayLike) -> jax.Array:
@@ -668,7 +647,7 @@ class FAB(_AgentSolver):
         params = FABParams(*params)
         lam = self.penalty_at(state.iter_num).astype(state.penalty.dtype)
         trackers, directions = state.trackers, state.directions
-        power = _concrete_float(self.penalty_power, "penalty_power")
+        power = validation.concrete_float(self.penalty_power, "penalty_power")
         if power is None or power != 0.0:
             # λ may have changed since the directions were computed: refresh them (the trackers
             # keep their invariant Σ s = Σ d by adding the change).

@@ -23,14 +23,14 @@ Solvers are dataclasses with jaxopt's shape (``init_state``, ``update``, ``run``
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from jaxlab._src import validation
 from jaxlab._src.solver import IterativeSolver, OptStep, tree_l2_norm
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "minibatch_operator",
     "natural_residual",
     "polynomial_batch_schedule",
+    "run_to_checkpoints",
 ]
 
 # Largest batch a schedule returns: batch sizes are int32 (the operator receives a traced int32).
@@ -54,25 +55,6 @@ _ESTIMATORS = ("minibatch", "recursive")
 
 # ---------------------------------------------------------------------------------------------
 # Small helpers.
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _concrete_float(value: Any, name: str) -> float | None:
-    """``float(value)`` for a concrete number, ``None`` for a tracer (checked by the caller)."""
-    if isinstance(value, jax.core.Tracer):
-        return None
-    if _is_real(value):
-        return float(value)
-    try:
-        array = jnp.asarray(value)
-    except TypeError as err:
-        raise TypeError(f"{name} must be a real number, got {value!r}") from err
-    if array.ndim != 0 or not jnp.issubdtype(array.dtype, jnp.number):
-        raise TypeError(f"{name} must be a real scalar, got {value!r}")
-    return float(array)
 
 
 def _identity(tree):
@@ -184,14 +166,8 @@ def polynomial_batch_schedule(
       P. Thompson, Extragradient method with variance reduction for stochastic variational
       inequalities, SIAM J. Optim. 2017.
     """
-    b0 = _concrete_float(initial_batch_size, "initial_batch_size")
-    p = _concrete_float(power, "power")
-    if b0 is not None and not (math.isfinite(b0) and b0 >= 1):
-        raise ValueError(
-            f"initial_batch_size must be a finite number >= 1, got {initial_batch_size!r}"
-        )
-    if p is not None and not (math.isfinite(p) and p >= 0):
-        raise ValueError(f"power must be a finite number >= 0, got {power!r}")
+    b0 = validation.check_real(initial_batch_size, "initial_batch_size", minimum=1.0)
+    p = validation.check_nonnegative(power, "power")
     exact = b0 is not None and p is not None and b0.is_integer() and p.is_integer()
 
     def schedule(iter_num: jax.typing.ArrayLike) -> jax.Array:
@@ -231,11 +207,7 @@ def constant_batch_schedule(batch_size: int) -> Callable[[jax.typing.ArrayLike],
       A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
-        raise TypeError(f"batch_size must be an int, got {batch_size!r}")
-    if not 1 <= batch_size <= _MAX_BATCH:
-        raise ValueError(f"batch_size must lie in [1, 2^31 - 1], got {batch_size}")
-    value = int(batch_size)
+    value = validation.check_int(batch_size, "batch_size", minimum=1, maximum=_MAX_BATCH)
 
     def schedule(iter_num: jax.typing.ArrayLike) -> jax.Array:
         del iter_num
@@ -337,9 +309,7 @@ def natural_residual(
       A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
-    gamma = _concrete_float(stepsize, "stepsize")
-    if gamma is not None and not gamma > 0:
-        raise ValueError(f"stepsize must be > 0, got {stepsize!r}")
+    validation.check_positive(stepsize, "stepsize")
     projection = _identity if projection is None else projection
     forward = _add_scaled(params, -stepsize, operator_fn(params, *args))
     step = _sub(params, projection(forward))
@@ -417,21 +387,8 @@ class HalpernState(NamedTuple):
 # Solvers.
 
 
-@dataclasses.dataclass(eq=False, kw_only=True)
 class _StochasticVISolver(IterativeSolver):
-    """Fields and checks shared by the stochastic VI solvers (keyword-only)."""
-
-    operator_fn: Callable[..., Any]
-    stepsize: jax.typing.ArrayLike
-    projection: Callable[[Any], Any] | None = None
-    batch_schedule: Callable[[jax.typing.ArrayLike], jax.Array] = dataclasses.field(
-        default_factory=polynomial_batch_schedule
-    )
-    exact_operator_fn: Callable[..., Any] | None = None
-    residual_stepsize: jax.typing.ArrayLike = 1.0
-    maxiter: int = 1000
-    tol: float = 0.0
-    implicit_diff: bool = False
+    """Checks and pieces shared by the stochastic VI solvers (each declares its own fields)."""
 
     def __post_init__(self):
         super().__post_init__()
@@ -440,14 +397,8 @@ class _StochasticVISolver(IterativeSolver):
                 f"operator_fn must be callable as operator_fn(z, rng_key, batch_size, *args), "
                 f"got {self.operator_fn!r}"
             )
-        gamma = _concrete_float(self.stepsize, "stepsize")
-        if gamma is not None and not (math.isfinite(gamma) and gamma > 0):
-            raise ValueError(f"stepsize must be a finite number > 0, got {self.stepsize!r}")
-        res_gamma = _concrete_float(self.residual_stepsize, "residual_stepsize")
-        if res_gamma is not None and not (math.isfinite(res_gamma) and res_gamma > 0):
-            raise ValueError(
-                f"residual_stepsize must be a finite number > 0, got {self.residual_stepsize!r}"
-            )
+        validation.check_positive(self.stepsize, "stepsize")
+        validation.check_positive(self.residual_stepsize, "residual_stepsize")
         if self.projection is not None and not callable(self.projection):
             raise TypeError(f"projection must be callable or None, got {self.projection!r}")
         if not callable(self.batch_schedule):
@@ -574,7 +525,7 @@ class StochasticGradientDescentAscent(_StochasticVISolver):
       batch_schedule: ``k -> b_k`` (default ``polynomial_batch_schedule(1, 1)``).
       exact_operator_fn: ``F(z, *args)``; when given, ``state.error`` is the natural residual.
       residual_stepsize: ``γ`` of the reported natural residual (default 1).
-      maxiter, tol, implicit_diff, unroll, jit: as in the solver base.
+      maxiter, tol, implicit_diff, implicit_diff_solve, unroll, jit: as in the solver base.
 
     Returns:
       ``run(init_params, *args, rng_key=key) -> OptStep(params, VIState)``.
@@ -590,6 +541,18 @@ class StochasticGradientDescentAscent(_StochasticVISolver):
       A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
+
+    operator_fn: Callable[..., Any]
+    projection: Callable[[Any], Any] | None = None
+    batch_schedule: Callable[[jax.typing.ArrayLike], jax.Array] = dataclasses.field(
+        default_factory=polynomial_batch_schedule
+    )
+    exact_operator_fn: Callable[..., Any] | None = None
+    stepsize: jax.typing.ArrayLike
+    residual_stepsize: jax.typing.ArrayLike = 1.0
+    maxiter: int = 1000
+    tol: float = 0.0
+    implicit_diff: bool = False
 
     def update(self, params, state: VIState, *args, rng_key=None) -> OptStep:
         del rng_key  # the state carries the key
@@ -637,8 +600,9 @@ class StochasticExtragradient(_StochasticVISolver):
       exact_operator_fn: ``F(z, *args)``; when given, ``state.error`` is the natural residual at
         ``state.feasible_params`` and ``optimality_fun``/``implicit_diff`` are available.
       residual_stepsize: ``γ`` of the reported natural residual (default 1).
-      maxiter, tol, implicit_diff, unroll, jit: as in the solver base (``maxiter=1000``,
-        ``tol=0``: run every iteration; ``implicit_diff`` needs ``exact_operator_fn``).
+      maxiter, tol, implicit_diff, implicit_diff_solve, unroll, jit: as in the solver base
+        (``maxiter=1000``, ``tol=0``: run every iteration; ``implicit_diff`` needs
+        ``exact_operator_fn``).
 
     Returns:
       ``run(init_params, *args, rng_key=key) -> OptStep(params, VIState)``; the feasible point
@@ -662,14 +626,25 @@ class StochasticExtragradient(_StochasticVISolver):
       nonconvex-nonconcave min-max optimization, AISTATS 2021.
     """
 
+    operator_fn: Callable[..., Any]
+    projection: Callable[[Any], Any] | None = None
+    batch_schedule: Callable[[jax.typing.ArrayLike], jax.Array] = dataclasses.field(
+        default_factory=polynomial_batch_schedule
+    )
+    exact_operator_fn: Callable[..., Any] | None = None
+    stepsize: jax.typing.ArrayLike
+    residual_stepsize: jax.typing.ArrayLike = 1.0
     relaxation: jax.typing.ArrayLike = 1.0
     variant: str = "fbf"
+    maxiter: int = 1000
+    tol: float = 0.0
+    implicit_diff: bool = False
 
     def __post_init__(self):
         super().__post_init__()
-        alpha = _concrete_float(self.relaxation, "relaxation")
-        if alpha is not None and not 0 < alpha <= 1:
-            raise ValueError(f"relaxation must lie in (0, 1], got {self.relaxation!r}")
+        validation.check_real(
+            self.relaxation, "relaxation", minimum=0.0, maximum=1.0, include_minimum=False
+        )
         if self.variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
 
@@ -720,8 +695,8 @@ class HalpernExtragradient(_StochasticVISolver):
       restart_every: recursive estimator's restart period ``q >= 1``.
       recursive_batch_size: ``|S| >= 1`` of the recursive increments.
       variant: ``"fbf"`` (default) or ``"eg"``, the map ``T``.
-      exact_operator_fn, residual_stepsize, maxiter, tol, implicit_diff, unroll, jit: as in
-        :class:`StochasticExtragradient`.
+      exact_operator_fn, residual_stepsize, maxiter, tol, implicit_diff, implicit_diff_solve,
+        unroll, jit: as in :class:`StochasticExtragradient`.
 
     Returns:
       ``run(init_params, *args, rng_key=key) -> OptStep(params, HalpernState)``.
@@ -741,11 +716,22 @@ class HalpernExtragradient(_StochasticVISolver):
       algorithms for smooth convex-concave minimax problems, ICML 2021.
     """
 
+    operator_fn: Callable[..., Any]
+    projection: Callable[[Any], Any] | None = None
     anchor_schedule: Callable[[jax.typing.ArrayLike], jax.Array] = halpern_anchor_schedule
+    batch_schedule: Callable[[jax.typing.ArrayLike], jax.Array] = dataclasses.field(
+        default_factory=polynomial_batch_schedule
+    )
+    exact_operator_fn: Callable[..., Any] | None = None
+    stepsize: jax.typing.ArrayLike
+    residual_stepsize: jax.typing.ArrayLike = 1.0
     estimator: str = "minibatch"
     restart_every: int = 10
     recursive_batch_size: int = 1
     variant: str = "fbf"
+    maxiter: int = 1000
+    tol: float = 0.0
+    implicit_diff: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -756,11 +742,7 @@ class HalpernExtragradient(_StochasticVISolver):
         if self.variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
         for name in ("restart_every", "recursive_batch_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise TypeError(f"{name} must be an int, got {value!r}")
-            if not 1 <= value <= _MAX_BATCH:
-                raise ValueError(f"{name} must lie in [1, 2^31 - 1], got {value}")
+            validation.check_int(getattr(self, name), name, minimum=1, maximum=_MAX_BATCH)
 
     def init_state(self, init_params, *args, rng_key=None) -> HalpernState:
         base = super().init_state(init_params, *args, rng_key=rng_key)
@@ -833,3 +815,126 @@ class HalpernExtragradient(_StochasticVISolver):
             extrapolation_estimate=extrapolated,
         )
         return OptStep(new_params, new_state)
+
+
+# ---------------------------------------------------------------------------------------------
+# Many runs at once, recorded at checkpoints of oracle calls or iterations.
+
+
+def run_to_checkpoints(
+    build_solver: Callable[[dict[str, jax.Array]], _StochasticVISolver],
+    lanes: Mapping[str, Mapping[str, Any]],
+    rng_keys: jax.Array,
+    init_params: Any,
+    checkpoints: Any,
+    *args: Any,
+    by_calls: bool = True,
+    norm_cap: float = float("inf"),
+    max_iterations: int | None = None,
+) -> dict[str, dict[str, np.ndarray]]:
+    """Runs named solver configurations ("lanes") x seeds in one compiled program.
+
+    ``lanes`` maps a lane's name to its hyperparameters (the same keys in every lane: step sizes,
+    relaxations, batch-schedule constants, noise levels, ...); ``build_solver(lane)`` receives one
+    lane's values as traced scalars and returns a solver. Every lane is run for every key in
+    ``rng_keys`` (``vmap`` over lanes and over keys, one ``jit``), so a sweep over
+    hyperparameters compiles once. Each run advances until its oracle calls (``by_calls``) or
+    iterations reach the next checkpoint, the norm of its iterate reaches ``norm_cap`` (it has
+    diverged: it then stays where it stopped), or it has done ``max_iterations``; its state is
+    recorded at every checkpoint.
+
+    Args:
+      build_solver: ``lane -> solver``, e.g. ``lambda lane: StochasticExtragradient(...,
+        stepsize=lane["stepsize"])``; called inside the traced program (only the solver's
+        ``init_state`` and ``update`` are used, so its ``maxiter``, ``tol`` and ``jit`` do not
+        matter).
+      lanes: lane name -> {hyperparameter name -> number}.
+      rng_keys: keys of shape ``(num_seeds,)`` (e.g. ``jax.random.split(key, num_seeds)``).
+      init_params: the common start ``z_0``.
+      checkpoints: increasing targets of oracle calls (``by_calls=True``) or iterations.
+      *args: extra arguments of the operator.
+      by_calls: checkpoints count oracle calls (``True``) or iterations (``False``).
+      norm_cap: a run stops for good once ``||z_k|| >= norm_cap``.
+      max_iterations: an overall iteration limit (``None``: none).
+
+    Returns:
+      Per lane name, NumPy arrays of shape ``(num_seeds, num_checkpoints)``: ``"residual"``
+      (``state.error``), ``"calls"`` (oracle calls), ``"iterations"``, ``"norm"`` (``||z_k||``),
+      and ``"initial_residual"`` of shape ``(num_seeds,)``.
+
+    Examples:
+      >>> from jaxlab.solvers import weak_minty_2d
+      >>> problem = weak_minty_2d(-0.3, 1.0, noise=0.1)
+      >>> build = lambda lane: StochasticExtragradient(
+      ...     operator_fn=problem.operator_fn, exact_operator_fn=problem.exact_operator_fn,
+      ...     stepsize=1 / problem.lipschitz, relaxation=lane["relaxation"],
+      ...     batch_schedule=polynomial_batch_schedule(1, 2))
+      >>> out = run_to_checkpoints(build, {"eg": {"relaxation": 1.0}, "eg+": {"relaxation": 0.25}},
+      ...     jax.random.split(jax.random.key(0), 2), jnp.array([1.0, 0.0]),
+      ...     jnp.array([10, 200]), by_calls=False, norm_cap=1e6)
+      >>> out["eg"]["norm"].shape  # (seeds, checkpoints)
+      (2, 2)
+      >>> bool(out["eg"]["norm"][0, -1] >= 1e6), bool(out["eg+"]["norm"][0, -1] < 1e-3)
+      (True, True)
+      >>> int(out["eg"]["iterations"][0, -1]) < 200  # EG stopped at the cap
+      True
+
+    References:
+      A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
+      Variance Assumption, ICML 2026 (arXiv 2602.05531).
+    """
+    if not callable(build_solver):
+        raise TypeError(
+            f"build_solver must be callable as build_solver(lane), got {build_solver!r}"
+        )
+    validation.check_bool(by_calls, "by_calls")
+    if norm_cap != float("inf"):  # +inf: no cap
+        validation.check_positive(norm_cap, "norm_cap")
+    if max_iterations is not None:
+        validation.check_positive_int(max_iterations, "max_iterations")
+    names = list(lanes)
+    if not names:
+        raise ValueError("lanes must name at least one lane")
+    fields = list(lanes[names[0]])
+    for name in names:
+        if set(lanes[name]) != set(fields):
+            raise ValueError(
+                f"every lane must set the same hyperparameters: lane {name!r} sets "
+                f"{sorted(lanes[name])}, lane {names[0]!r} sets {sorted(fields)}"
+            )
+    lane_arrays = {
+        field: jnp.asarray(np.asarray([lanes[name][field] for name in names])) for field in fields
+    }
+
+    def one(lane, key):
+        solver = build_solver(lane)
+        state = solver.init_state(init_params, *args, rng_key=key)
+
+        def chunk(carry, target):
+            def cond(c):
+                params, state = c
+                done = state.oracle_calls if by_calls else state.iter_num
+                going = (done < target.astype(done.dtype)) & (tree_l2_norm(params) < norm_cap)
+                if max_iterations is not None:
+                    going = going & (state.iter_num < max_iterations)
+                return going
+
+            carry = jax.lax.while_loop(cond, lambda c: tuple(solver.update(*c, *args)), carry)
+            params, state = carry
+            record = {
+                "residual": state.error,
+                "calls": state.oracle_calls,
+                "iterations": state.iter_num,
+                "norm": tree_l2_norm(params),
+            }
+            return carry, record
+
+        _, records = jax.lax.scan(chunk, (init_params, state), jnp.asarray(checkpoints))
+        return state.error, records
+
+    per_seed = jax.vmap(one, in_axes=(None, 0))
+    per_lane = jax.jit(jax.vmap(per_seed, in_axes=(0, None)))
+    initial, records = per_lane(lane_arrays, rng_keys)
+    out = {key: np.asarray(value) for key, value in records.items()}
+    out["initial_residual"] = np.asarray(initial)
+    return {name: {key: value[i] for key, value in out.items()} for i, name in enumerate(names)}

@@ -14,13 +14,14 @@ the average of ``b`` single calls, at the cost of one).
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from optax.projections import projection_non_negative
+
+from jaxlab._src import validation
 
 __all__ = ["VIProblem", "bilinear_nonnegative", "weak_minty_2d"]
 
@@ -50,14 +51,12 @@ class VIProblem(NamedTuple):
     weak_minty_rho: float
 
 
-def _check_real(value: Any, name: str, *, minimum: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or (minimum is not None and value < minimum):
-        bound = f" >= {minimum}" if minimum is not None else ""
-        raise ValueError(f"{name} must be a finite number{bound}, got {value!r}")
-    return value
+def _static_real(value: Any, name: str, *, minimum: float | None = None) -> float:
+    """A concrete finite real: it builds the instance (matrices, Python branches), so not traced."""
+    number = validation.check_real(value, name, minimum=minimum)
+    if number is None:
+        raise TypeError(f"{name} sets the problem instance: pass a concrete number, not a tracer")
+    return number
 
 
 def _random_orthogonal(rng_key: jax.Array, dim: int) -> jax.Array:
@@ -114,16 +113,14 @@ def bilinear_nonnegative(
       A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
-    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 1:
-        raise ValueError(f"dim must be an int >= 1, got {dim!r}")
-    sigma = _check_real(noise, "noise", minimum=0.0)
+    dim = validation.check_int(dim, "dim", minimum=1)
+    sigma = _static_real(noise, "noise", minimum=0.0)
     if len(singular_values) != 2:
         raise ValueError(f"singular_values must be (s_min, s_max), got {singular_values!r}")
-    s_min = _check_real(singular_values[0], "singular_values[0]")
-    s_max = _check_real(singular_values[1], "singular_values[1]")
+    s_min = _static_real(singular_values[0], "singular_values[0]")
+    s_max = _static_real(singular_values[1], "singular_values[1]")
     if not 0 < s_min <= s_max:
         raise ValueError(f"singular_values must satisfy 0 < s_min <= s_max, got {singular_values}")
-    dim = int(dim)
     keys = jax.random.split(rng_key, 6)
     u = _random_orthogonal(keys[0], dim)
     v = _random_orthogonal(keys[1], dim)
@@ -200,9 +197,9 @@ def weak_minty_2d(a: float = -0.3, b: float = 1.0, noise: float = 0.0) -> VIProb
       M. I. Jordan, Efficient methods for structured nonconvex-nonconcave min-max optimization,
       AISTATS 2021.
     """
-    a = _check_real(a, "a")
-    b = _check_real(b, "b")
-    sigma = _check_real(noise, "noise", minimum=0.0)
+    a = _static_real(a, "a")
+    b = _static_real(b, "b")
+    sigma = _static_real(noise, "noise", minimum=0.0)
     norm_sq = a * a + b * b
     if norm_sq == 0:
         raise ValueError("a and b must not both be 0 (F would vanish)")

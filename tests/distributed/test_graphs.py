@@ -143,8 +143,23 @@ def test_metropolis_weights_are_doubly_stochastic_on_the_symmetrised_digraph():
             "extra_edge_prob",
         ),
         (lambda: time_varying_digraph(jax.random.key(0), 4, window=0), ValueError, "window"),
-        (lambda: directed_ring(0), ValueError, "num_agents must be >= 1"),
-        (lambda: directed_ring(2.0), TypeError, "num_agents must be an int"),
+        (lambda: directed_ring(0), ValueError, "num_agents must be an int >= 1"),
+        (
+            lambda: check_row_stochastic(pull_weights(directed_ring(3)), atol=float("nan")),
+            ValueError,
+            "atol must be finite and >= 0",
+        ),
+        (
+            lambda: check_column_stochastic(push_weights(directed_ring(3)), atol=-1e-3),
+            ValueError,
+            "atol must be finite and >= 0",
+        ),
+        (
+            lambda: time_varying_digraph(jax.random.key(0), 4, extra_edge_prob=np.nan),
+            ValueError,
+            "extra_edge_prob",
+        ),
+        (lambda: directed_ring(2.0), TypeError, r"num_agents must be a \(static\) int"),
         (
             lambda: check_jointly_strongly_connected(np.ones((2, 3, 3), bool), 3),
             ValueError,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from jaxlab._src.results import read_result
-from jaxlab._src.runner import run_experiment
+from jaxlab.experiments import run_experiment
 
 
 def stored_result(out_dir, name: str) -> dict:

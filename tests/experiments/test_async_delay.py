@@ -5,36 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxlab._src.runner import run_experiment
-from jaxlab.experiments.async_delay import markov_language
+from jaxlab.experiments import run_experiment
 from tests.experiments._common import run_and_check, stored_result
 
 NAME = "async-delay"
-
-
-def test_markov_language_entropy_rate():
-    """The entropy rate bounds the empirical next-token entropy from below (a second estimate).
-
-    The plug-in conditional entropy from order-2 counts is biased low on a finite sample, the
-    model entropy is exact: on a long stream they agree within a few percent, and a uniform
-    vocabulary-size branching gives at most log(branching).
-    """
-    vocab, branching = 8, 3
-    tokens, entropy = markov_language(vocab, branching, 60_000, seed=3)
-    assert tokens.min() >= 0 and tokens.max() < vocab
-    contexts = tokens[:-2] * vocab + tokens[1:-1]
-    joint = np.zeros((vocab * vocab, vocab))
-    np.add.at(joint, (contexts, tokens[2:]), 1.0)
-    totals = joint.sum(axis=1, keepdims=True)
-    conditional = np.divide(joint, totals, out=np.zeros_like(joint), where=totals > 0)
-    logs = np.log(np.where(conditional > 0, conditional, 1.0))
-    plug_in = -np.sum(joint * logs) / joint.sum()
-    assert plug_in == pytest.approx(entropy, rel=0.03)
-    assert 0 < entropy < np.log(branching)
-    # Each context has at most `branching` successors.
-    assert np.max(np.sum(joint > 0, axis=1)) <= branching
-    with pytest.raises(ValueError, match="branching"):
-        markov_language(4, 5, 100)
 
 
 def test_smoke_profile_end_to_end(tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 import pytest
 
@@ -38,21 +37,6 @@ def test_smoke_profile_end_to_end(tmp_path):
             assert run["saving_percent"] == pytest.approx(100 * (1 - deva_steps / muon_steps))
             savings.append(run["saving_percent"])
     assert (parts[1]["status"] == "pass") == (np.median(savings) > 0)
-
-
-def test_toy_hessian_has_the_requested_block_spectra():
-    eig = [[1.0, 2.0, 3.0], [99.0, 100.0, 101.0], [4998.0, 4999.0, 5000.0]]
-    h = np.asarray(experiment.quadratic_toy_hessian(jax.random.key(3), eig), np.float64)
-    np.testing.assert_allclose(h, h.T, atol=1e-3)
-    for k in range(3):  # block-diagonal, each block with its own eigenvalues
-        block = h[3 * k : 3 * k + 3, 3 * k : 3 * k + 3]
-        np.testing.assert_allclose(np.linalg.eigvalsh(block), eig[k], rtol=1e-4)
-    off = h.copy()
-    for k in range(3):
-        off[3 * k : 3 * k + 3, 3 * k : 3 * k + 3] = 0.0
-    assert np.abs(off).max() == 0.0
-    with pytest.raises(ValueError, match="eigenvalues must be"):
-        experiment.quadratic_toy_hessian(jax.random.key(0), [1.0, 2.0])
 
 
 def test_trailing_mean_and_steps_to_reach_against_loops():

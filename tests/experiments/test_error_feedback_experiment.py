@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from jaxlab import optim
-from jaxlab._src.runner import run_experiment
+from jaxlab.experiments import run_experiment
 from tests.experiments._common import run_and_check, stored_result
 
 NAME = "error-feedback"

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlab._src.runner import run_experiment
-from jaxlab.experiments.hom_pgd import (
-    STAR_OPTIMUM_VALUE,
-    qcqp_condition,
-    qcqp_constraints,
-    qcqp_objective,
-    sample_qcqp,
-    star_constraint,
-    star_projection,
-)
+from jaxlab.experiments import run_experiment
+from jaxlab.solvers import STAR_OPTIMUM_VALUE
 from tests.experiments._common import run_and_check, stored_result
 
 NAME = "hom-pgd"
@@ -70,56 +60,6 @@ def test_smoke_profile_end_to_end(tmp_path):
     assert "exact_pgd_time_s" in rows[0] and qcqp["speedup_vs_exact_pgd"] > 0
 
 
-def test_sample_qcqp_follows_the_note_and_the_centre_is_feasible():
-    keys = jax.random.split(jax.random.key(2030), 200)
-    instances = jax.vmap(lambda k: sample_qcqp(k, 4, 5))(keys)
-    # x = 0 strictly feasible for every instance (b_j = ||p_j|| + max λ² > 0).
-    residuals = jax.vmap(lambda inst: qcqp_constraints(jnp.zeros(4), inst))(instances)
-    assert residuals.shape == (200, 5 + 4 + 1)
-    assert bool(jnp.all(residuals < 0))
-    one = jax.tree.map(lambda a: a[0], instances)
-    # Q_j symmetric of rank r = n // 2 = 2, indefinite across the family.
-    assert np.allclose(one.constraint_quad, np.transpose(one.constraint_quad, (0, 2, 1)), atol=1e-6)
-    ranks = [np.linalg.matrix_rank(np.asarray(q), tol=1e-6) for q in one.constraint_quad]
-    assert ranks == [2] * 5
-    eigs = np.linalg.eigvalsh(np.asarray(instances.constraint_quad).reshape(-1, 4, 4))
-    assert (eigs < -1e-3).any() and (eigs > 1e-3).any()
-    # b_j = ||p_j|| + max_k λ_jk² > ||p_j||; p_j ~ N(0, I)/n has E||p_j||² = 1/n.
-    norms = np.linalg.norm(np.asarray(instances.constraint_linear), axis=-1)
-    assert np.all(np.asarray(instances.constraint_bound) > norms)
-    assert np.mean(norms**2) == pytest.approx(1.0 / 4, rel=0.1)
-    # U_j has unit-norm columns: trace(n Q_j) = sum_k λ_jk, λ ~ N(0, 1) (mean 0, var r = 2).
-    traces = np.trace(4 * np.asarray(instances.constraint_quad), axis1=-2, axis2=-1)
-    assert abs(np.mean(traces)) < 0.1 and np.var(traces) == pytest.approx(2.0, rel=0.15)
-    condition = qcqp_condition(one)
-    assert condition.shape == (5, 4 * 4 + 4 + 1)
-    x = jnp.array([0.3, -0.2, 0.1, 0.5])
-    assert float(qcqp_objective(x, one)) == pytest.approx(
-        float(0.5 * x @ one.quad @ x + one.linear @ x)
-    )
-    with pytest.raises(ValueError, match="n must be an int >= 2"):
-        sample_qcqp(jax.random.key(0), 1, 3)
-    with pytest.raises(ValueError, match="m must be a positive int"):
-        sample_qcqp(jax.random.key(0), 2, 0)
-
-
-def test_star_projection_is_exact(x64):
-    """Against a brute-force nearest boundary point (1e6 angles, numpy)."""
-    theta = np.linspace(0.0, 2.0 * np.pi, 1_000_000, endpoint=False)
-    radius = 1.0 + 0.6 * np.sin(4.0 * theta)
-    boundary = radius[:, None] * np.stack([np.cos(theta), np.sin(theta)], 1)
-    project = jax.jit(star_projection)
-    rng = np.random.default_rng(0)
-    for y in rng.uniform(-2.5, 2.5, (12, 2)):
-        x = np.asarray(project(jnp.asarray(y)))
-        if float(star_constraint(jnp.asarray(y))[0]) <= 0:
-            assert np.allclose(x, y)
-            continue
-        brute = np.min(np.linalg.norm(boundary - y[None, :], axis=1))
-        assert np.linalg.norm(x - y) == pytest.approx(brute, abs=1e-9)
-        assert abs(float(star_constraint(jnp.asarray(x))[0])) <= 1e-12
-
-
 @pytest.fixture(scope="module")
 def quick_result(tmp_path_factory):
     out = tmp_path_factory.mktemp("hom_pgd_quick")
@@ -143,20 +83,3 @@ def test_quick_profile_star_toy_and_feasibility_pass(quick_result):
 )
 def test_quick_profile_qcqp_gap_passes(quick_result):
     assert quick_result["verdict"]["status"] == "pass", quick_result["verdict"]
-
-
-def test_penalty_weight_selection_and_best_of_starts():
-    from jaxlab.experiments.hom_pgd import _best_of_starts, _latent_starts, select_penalty_weight
-
-    assert select_penalty_weight({1.0: 0.04, 3.0: 0.09, 10.0: 0.30}) == 1.0
-    assert select_penalty_weight({1.0: 0.05, 10.0: 0.05}) == 10.0  # tie: smaller ε_inn
-    assert select_penalty_weight({3.0: np.inf, 10.0: 0.2}) == 10.0  # infeasible validation
-    with pytest.raises(ValueError, match="validation_gaps"):
-        select_penalty_weight({})
-    # Best feasible wins even when an infeasible start has a lower value.
-    values = np.array([0.5, -3.0, 0.1])
-    assert _best_of_starts(values, np.array([0.0, 1.0, 0.0])) == (2, True)
-    assert _best_of_starts(values, np.array([3.0, 1.0, 2.0])) == (1, False)
-    starts = np.asarray(_latent_starts(jax.random.key(0), 5, 2))
-    assert starts.shape == (5, 2) and np.all(starts[0] == 0)
-    assert np.all(np.linalg.norm(starts, axis=1) <= 0.9 + 1e-6)

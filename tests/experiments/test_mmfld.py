@@ -1,15 +1,11 @@
-"""The ``mmfld`` experiment runs end to end, and its helper maths against independent truths."""
+"""The ``mmfld`` experiment runs end to end (its closed forms are tested in tests/particles)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-import scipy.integrate
 
-from jaxlab._src.runner import run_experiment
-from jaxlab.experiments import mmfld
+from jaxlab.experiments import run_experiment
 from tests.experiments._common import run_and_check, stored_result
 
 NAME = "mmfld"
@@ -54,34 +50,6 @@ def test_smoke_profile_end_to_end(tmp_path):
     assert (parts[4]["status"] == "pass") == (-1.3 <= slope <= -0.7)
     # The exact N-particle Gibbs bias falls like 1/N.
     assert chaos["exact_gibbs_bias_slope"] == pytest.approx(-1.0, abs=0.05)
-
-
-def test_exact_finite_particle_mean_matches_brute_force_for_two_particles():
-    c, kappa, m, lam = 0.5, 1.0, 0.2, 0.1
-
-    def moment(power):
-        def integrand(x2, x1):
-            s = 0.5 * (x1 + x2)
-            energy = c * s + 0.5 * kappa * (s - m) ** 2
-            return s**power * math.exp(-2 * energy / lam)
-
-        return scipy.integrate.dblquad(integrand, 0, 1, 0, 1, epsabs=1e-13)[0]
-
-    brute = moment(1) / moment(0)
-    exact, limit = mmfld.exact_finite_particle_mean(c, kappa, m, lam, 2, grid_step=2e-4)
-    assert exact == pytest.approx(brute, abs=2e-6)
-    assert limit == pytest.approx(0.194915, abs=1e-5)  # the note's mean-field value
-    with pytest.raises(ValueError, match="power of two"):
-        mmfld.exact_finite_particle_mean(c, kappa, m, lam, 3)
-
-
-def test_linear_phase_fit_recovers_an_exponential_rate():
-    times = np.linspace(0.0, 20.0, 2001)
-    objective = 0.01 + 2.0 * np.exp(-0.7 * times)
-    objective[-300:] = 0.01  # a flat floor at the end, as a converged run has
-    phase = mmfld._linear_phase(times, objective)
-    assert phase["slope"] == pytest.approx(-0.7, rel=1e-3)
-    assert phase["r2"] > 0.999
 
 
 @pytest.mark.slow

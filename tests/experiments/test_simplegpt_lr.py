@@ -7,11 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from jaxlab._src.runner import run_experiment
-from jaxlab.experiments.simplegpt import SimpleGPTLRConfig, _validate, stability
+from jaxlab.experiments import get, run_experiment
+from jaxlab.nn import loss_curve_stability
 from tests.experiments._common import run_and_check, stored_result
 
 NAME = "simplegpt-lr"
+SimpleGPTLRConfig = get(NAME).config
 
 
 def test_smoke_profile_end_to_end(tmp_path):
@@ -30,7 +31,7 @@ def test_smoke_profile_end_to_end(tmp_path):
         for row in rows:
             curves = metrics["sweep"][placement]["train_loss_curves"][f"{row['lr']:g}"]
             recomputed = [
-                stability(
+                loss_curve_stability(
                     np.asarray(c, dtype=float),
                     warmup_steps=config.warmup_steps,
                     tail_steps=config.tail_steps,
@@ -64,30 +65,13 @@ def test_smoke_profile_end_to_end(tmp_path):
     assert all(0.8 < v < 1.25 for v in normalized), rms
 
 
-def test_stability_rule():
-    curve = np.linspace(6.0, 3.0, 100)
-    assert stability(curve, warmup_steps=10)["stable"]
-    not_learning = np.full(100, 6.0)
-    assert not stability(not_learning, warmup_steps=10)["stable"]
-    nan = curve.copy()
-    nan[50] = np.nan
-    assert not stability(nan, warmup_steps=10)["finite"]
-    spike = curve.copy()
-    spike[5] += 3.0  # during warmup: allowed
-    assert stability(spike, warmup_steps=10)["stable"]
-    spike[60] = spike[59] + 1.2  # after warmup, 1.2 above the running minimum
-    rule = stability(spike, warmup_steps=10)
-    assert not rule["stable"] and rule["max_spike"] == pytest.approx(1.2, abs=1e-9)
-    assert rule["final"] == pytest.approx(np.mean(curve[-10:]))
-
-
 def test_bad_config():
     with pytest.raises(ValueError, match="matched_lr"):
-        _validate(SimpleGPTLRConfig(matched_lr=5e-3))
+        SimpleGPTLRConfig(matched_lr=5e-3)
     with pytest.raises(ValueError, match="steps"):
-        _validate(SimpleGPTLRConfig(steps=301))
+        SimpleGPTLRConfig(steps=301)
     with pytest.raises(ValueError, match="placements"):
-        _validate(SimpleGPTLRConfig(placements=("simple", "pre_qk")))
+        SimpleGPTLRConfig(placements=("simple", "pre_qk"))
 
 
 @pytest.mark.slow

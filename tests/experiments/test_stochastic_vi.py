@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxlab._src.runner import run_experiment
+from jaxlab.experiments import run_experiment
 from tests.experiments._common import run_and_check, stored_result
 
 NAME = "stochastic-vi"

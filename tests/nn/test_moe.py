@@ -17,9 +17,9 @@ from jaxlab.nn import (
     MixtureOfExperts,
     MoEStats,
     TopKRouter,
+    capacity_keep_mask,
     load_balancing_loss,
 )
-from jaxlab.nn._moe import _capacity_keep_mask
 
 D, H, M = 6, 8, 4
 
@@ -185,7 +185,7 @@ def test_capacity_mask_property(num_tokens, num_experts, data):
     capacity = data.draw(st.integers(1, num_tokens * top_k))
     rows = [data.draw(st.permutations(range(num_experts)))[:top_k] for _ in range(num_tokens)]
     index = np.asarray(rows, np.int32).reshape(num_tokens, top_k)
-    keep = np.asarray(_capacity_keep_mask(jnp.asarray(index), num_experts, capacity))
+    keep = np.asarray(capacity_keep_mask(jnp.asarray(index), num_experts, capacity))
     np.testing.assert_array_equal(keep, _reference_keep(index, num_experts, capacity))
     assert keep.sum(axis=0).max() <= capacity
 

@@ -16,12 +16,13 @@ from jaxlab.nn import (
     GPTConfig,
     SimpleGPT,
     SimpleNorm,
+    depth_init_std,
     ffn_hidden_size,
     language_model_loss,
+    rotary_embedding,
     simplegpt_optimizer,
     simplegpt_schedule,
 )
-from jaxlab.nn._simplegpt import _rope, depth_init_std
 
 PLACEMENTS = ("simple", "pre", "pre_qk")
 # One tiny shape shared by the model tests (V = 256, d = 32, L = 2, 4 heads).
@@ -287,13 +288,13 @@ def test_pre_qk_normalizes_whole_q_vector(tiny_models):
 
 def test_rope_is_a_rotation_with_relative_phase():
     x = jax.random.normal(jax.random.key(4), (1, 8, 2, 16))
-    y = _rope(x, 1e4)
+    y = rotary_embedding(x, 1e4)
     np.testing.assert_allclose(np.linalg.norm(y, axis=-1), np.linalg.norm(x, axis=-1), rtol=1e-5)
     np.testing.assert_allclose(y[:, 0], x[:, 0], atol=1e-6)  # position 0 is not rotated
     # Scores depend only on the offset: <R_m q, R_n k> = <R_{m+s} q, R_{n+s} k>.
     q = jnp.broadcast_to(x[:, :1], x.shape)
     k = jnp.broadcast_to(x[:, 1:2], x.shape)
-    rq, rk = _rope(q, 1e4), _rope(k, 1e4)
+    rq, rk = rotary_embedding(q, 1e4), rotary_embedding(k, 1e4)
     s1 = jnp.sum(rq[:, 3] * rk[:, 1], -1)
     s2 = jnp.sum(rq[:, 6] * rk[:, 4], -1)
     np.testing.assert_allclose(s1, s2, rtol=1e-4)
@@ -373,15 +374,20 @@ def test_moe_ffn_adds_weighted_aux_loss(placement):
                        norm_placement=placement)  # fmt: skip
     model = SimpleGPT(config, rngs=nnx.Rngs(0))
     tokens = jax.random.randint(jax.random.key(5), (2, 16), 0, 256)
-    total, aux = model.loss_and_aux(tokens, tokens)
+
+    @nnx.jit  # one compilation instead of an eager dispatch per op (the test is compile-bound)
+    def measure(model, tokens):
+        total, aux = model.loss_and_aux(tokens, tokens)
+        loss = language_model_loss(model, tokens, tokens)
+        grads = nnx.grad(lambda m: language_model_loss(m, tokens, tokens))(model)
+        return total, aux, loss, model(tokens), model.activation_rms(tokens), grads
+
+    total, aux, loss, logits, rms, grads = measure(model, tokens)
     assert float(aux["moe_aux"]) > 0
     assert float(total) == pytest.approx(float(aux["cross_entropy"] + 0.5 * aux["moe_aux"]))
-    assert float(language_model_loss(model, tokens, tokens)) == pytest.approx(float(total))
-    logits = model(tokens)
+    assert float(loss) == pytest.approx(float(total))
     manual = jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, tokens))
     assert float(aux["cross_entropy"]) == pytest.approx(float(manual), rel=1e-5)
     if placement == "simple":
-        rms = model.activation_rms(tokens)
         assert float(rms["layer0.ffn.moe"]) == pytest.approx(1.0, abs=1e-3)
-    grads = nnx.grad(lambda m: language_model_loss(m, tokens, tokens))(model)
     assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))

@@ -16,7 +16,9 @@ from jaxlab.nn import (
     GPTConfig,
     SimpleGPT,
     language_model_loss,
+    loss_curve_stability,
     sample_batch,
+    scan_train,
     simplegpt_optimizer,
     split_corpus,
     stdlib_byte_corpus,
@@ -156,3 +158,135 @@ def test_training_loop_bad_input(periodic_data):
         train_language_model(model, lambda g: g, periodic_data, steps=1, **common)
     with pytest.raises(ValueError, match="seq_len"):
         train_language_model(model, optax.sgd(0.1), periodic_data[:5], steps=1, **common)
+
+
+def test_loss_curve_stability_rule():
+    curve = np.linspace(6.0, 3.0, 100)
+    assert loss_curve_stability(curve, warmup_steps=10)["stable"]
+    not_learning = np.full(100, 6.0)
+    assert not loss_curve_stability(not_learning, warmup_steps=10)["stable"]
+    nan = curve.copy()
+    nan[50] = np.nan
+    assert not loss_curve_stability(nan, warmup_steps=10)["finite"]
+    spike = curve.copy()
+    spike[5] += 3.0  # during warmup: allowed
+    assert loss_curve_stability(spike, warmup_steps=10)["stable"]
+    spike[60] = spike[59] + 1.2  # after warmup, 1.2 above the running minimum
+    rule = loss_curve_stability(spike, warmup_steps=10)
+    assert not rule["stable"] and rule["max_spike"] == pytest.approx(1.2, abs=1e-9)
+    assert rule["final"] == pytest.approx(np.mean(curve[-10:]))
+
+
+def test_loss_curve_stability_bad_input():
+    with pytest.raises(ValueError, match="losses"):
+        loss_curve_stability(np.zeros((2, 3)), warmup_steps=0)
+    with pytest.raises(ValueError, match="tail_steps"):
+        loss_curve_stability(np.ones(5), warmup_steps=0, tail_steps=0)
+    with pytest.raises(TypeError, match="warmup_steps"):
+        loss_curve_stability(np.ones(5), warmup_steps=1.5)
+
+
+def _least_squares():
+    x = jax.random.normal(jax.random.key(0), (32, 3))
+    y = x @ jnp.array([1.0, -2.0, 0.5])
+
+    def loss_fn(w, batch):
+        xb, yb = batch
+        return jnp.mean((xb @ w["w"] - yb) ** 2) + 0.0 * w["b"]
+
+    def batch(step):
+        rows = jax.random.randint(jax.random.fold_in(jax.random.key(1), step), (8,), 0, 32)
+        return x[rows], y[rows]
+
+    return loss_fn, batch, {"w": jnp.zeros(3), "b": jnp.zeros(())}
+
+
+def test_scan_train_matches_a_python_loop():
+    loss_fn, batch, params = _least_squares()
+    tx = optax.adam(optax.linear_schedule(0.1, 0.0, 12))
+    result = jax.jit(lambda p: scan_train(loss_fn, p, tx, batch, 12, checkpoint_every=4))(params)
+    # Independent path: an eager Python loop over optax's own update.
+    p, state, losses, checkpoints = params, tx.init(params), [], []
+    for step in range(12):
+        loss, grads = jax.value_and_grad(loss_fn)(p, batch(jnp.int32(step)))
+        updates, state = tx.update(grads, state, p)
+        p = optax.apply_updates(p, updates)
+        losses.append(float(loss))
+        if (step + 1) % 4 == 0:
+            checkpoints.append(p["w"])
+    np.testing.assert_allclose(result.losses, losses, rtol=1e-5)
+    np.testing.assert_allclose(result.params["w"], p["w"], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(result.checkpoints["w"], np.stack(checkpoints), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(result.checkpoints["w"][-1], result.params["w"])
+    assert int(result.opt_state[0].count) == 12 and result.aux is None
+
+
+def test_scan_train_chunks_continue_one_run_and_take_stacked_batches():
+    loss_fn, batch, params = _least_squares()
+    tx = optax.sgd(0.05, momentum=0.9)
+    whole = scan_train(loss_fn, params, tx, batch, 10)
+    first = scan_train(loss_fn, params, tx, batch, 6)
+    second = scan_train(
+        loss_fn, first.params, tx, batch, 4, opt_state=first.opt_state, start_step=jnp.int32(6)
+    )
+    np.testing.assert_allclose(
+        np.concatenate([first.losses, second.losses]), whole.losses, rtol=1e-6
+    )
+    np.testing.assert_allclose(second.params["w"], whole.params["w"], rtol=1e-6)
+    stacked = jax.vmap(batch)(jnp.arange(10))
+    from_stack = scan_train(loss_fn, params, tx, stacked, 10)
+    np.testing.assert_allclose(from_stack.losses, whole.losses, rtol=1e-6)
+
+
+def test_scan_train_aux_and_vmapped_learning_rates():
+    loss_fn, batch, params = _least_squares()
+
+    def with_aux(p, b):
+        loss = loss_fn(p, b)
+        return loss, {"twice": 2.0 * loss}
+
+    @jax.vmap
+    def lanes(lr):
+        result = scan_train(with_aux, params, optax.sgd(lr), batch, 5, has_aux=True)
+        return result.losses, result.aux["twice"]
+
+    losses, twice = lanes(jnp.array([0.0, 0.05]))
+    np.testing.assert_allclose(twice, 2.0 * losses, rtol=1e-6)
+    # lr 0 never moves: the loss is the initial loss on each step's batch.
+    expected = [float(loss_fn(params, batch(jnp.int32(s)))) for s in range(5)]
+    np.testing.assert_allclose(losses[0], expected, rtol=1e-6)
+    assert losses[1, -1] < losses[0, -1]
+
+
+def test_scan_train_bad_input():
+    loss_fn, batch, params = _least_squares()
+    with pytest.raises(ValueError, match="num_steps"):
+        scan_train(loss_fn, params, optax.sgd(0.1), batch, 0)
+    with pytest.raises(TypeError, match="tx"):
+        scan_train(loss_fn, params, lambda g: g, batch, 2)
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        scan_train(loss_fn, params, optax.sgd(0.1), batch, 5, checkpoint_every=2)
+    with pytest.raises(ValueError, match="leading axis"):
+        scan_train(loss_fn, params, optax.sgd(0.1), jax.vmap(batch)(jnp.arange(3)), 5)
+
+
+def test_scan_train_traced_num_steps_is_one_compilation_for_every_length():
+    loss_fn, batch, params = _least_squares()
+    tx = optax.adam(0.05)
+    traces = []
+
+    @jax.jit
+    def run(p, state, start, num_steps):
+        traces.append(None)
+        result = scan_train(loss_fn, p, tx, batch, num_steps, opt_state=state, start_step=start)
+        assert result.losses is None and result.checkpoints is None
+        return result.params, result.opt_state
+
+    p, state = params, tx.init(params)
+    for start, stop in ((0, 3), (3, 10)):
+        p, state = run(p, state, jnp.int32(start), jnp.int32(stop - start))
+    assert len(traces) == 1
+    whole = scan_train(loss_fn, params, tx, batch, 10)
+    np.testing.assert_allclose(p["w"], whole.params["w"], rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="traced num_steps"):
+        jax.jit(lambda n: scan_train(loss_fn, params, tx, batch, n, checkpoint_every=2))(4)

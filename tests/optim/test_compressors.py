@@ -577,7 +577,10 @@ def test_threshold_top_k_small_vectors_use_the_exact_quantile():
 
 
 def test_radix_kth_largest_matches_sort():
-    from jaxlab.optim._compressors import _kth_largest
+    # For d <= sample_size the threshold is the exact ceil(oversample k)-th largest |v_i| (the
+    # radix-select kernel); oversample = 1 makes it the k-th.
+    def _kth_largest(xs, rank):
+        return optim.threshold_top_k(rank, oversample=1.0).threshold(xs, jax.random.key(0))
 
     rng = np.random.default_rng(0)
     x = np.abs(rng.standard_normal(300)).astype(np.float32)

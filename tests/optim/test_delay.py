@@ -234,14 +234,16 @@ def test_inject_hyperparams_extrapolation():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="delay_steps must be >= 0"):
+    with pytest.raises(ValueError, match="delay_steps must be an int >= 0"):
         delayed(optax.sgd(0.1), delay_steps=-1)
-    with pytest.raises(TypeError, match="delay_steps must be an int"):
+    with pytest.raises(TypeError, match=r"delay_steps must be a \(static\) int"):
         delayed(optax.sgd(0.1), delay_steps=1.5)
     with pytest.raises(ValueError, match="correction must be"):
         delayed(optax.sgd(0.1), correction="nesterov")
-    with pytest.raises(ValueError, match="extrapolation must be >= 0"):
+    with pytest.raises(ValueError, match="extrapolation must be finite and >= 0"):
         delayed(optax.sgd(0.1), correction="update_extrapolation", extrapolation=-1.0)
+    with pytest.raises(ValueError, match="buffer_decay must be finite and >= 0"):
+        delayed(optax.sgd(0.1), correction="error_buffer", buffer_decay=jnp.array(-0.5))
     with pytest.raises(TypeError, match="inner must be"):
         delayed(lambda g: g)
     assert set(DELAY_CORRECTIONS) == {

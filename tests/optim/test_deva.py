@@ -85,6 +85,35 @@ def _np_deva_matrix(grads, b1, b2, eps, freq, rms=0.2, max_dim=10_000):
     return out
 
 
+def _np_soap(grads, b1, b2, eps, freq):
+    """SOAP (Adam in the eigenbasis, the same bookkeeping as DeVA-S∞) in float64 numpy."""
+    n, m = grads[0].shape
+    mu, nu = np.zeros((n, m)), np.zeros((n, m))
+    out = []
+    for call, g in enumerate(grads):
+        if call == 0:
+            left, right = (1 - b2) * g @ g.T, (1 - b2) * g.T @ g
+            ql, qr = np.linalg.eigh(left)[1][:, ::-1], np.linalg.eigh(right)[1][:, ::-1]
+            out.append(np.zeros_like(g))
+            continue
+        gt = ql.T @ g @ qr
+        mu = b1 * mu + (1 - b1) * gt
+        nu = b2 * nu + (1 - b2) * gt * gt
+        u = mu / (np.sqrt(nu) + eps) * np.sqrt(1 - b2**call) / (1 - b1**call)
+        out.append(ql @ u @ qr.T)
+        mu_raw = ql @ mu @ qr.T
+        left, right = b2 * left + (1 - b2) * g @ g.T, b2 * right + (1 - b2) * g.T @ g
+        if call % freq == 0:
+            order = np.argsort(-np.diag(ql.T @ left @ ql), kind="stable")
+            nu = nu[order, :]
+            ql = np.linalg.qr(left @ ql[:, order])[0]
+            order = np.argsort(-np.diag(qr.T @ right @ qr), kind="stable")
+            nu = nu[:, order]
+            qr = np.linalg.qr(right @ qr[:, order])[0]
+        mu = ql.T @ mu_raw @ qr
+    return out
+
+
 def _run(tx, grads, params=None):
     params = jnp.zeros_like(grads[0]) if params is None else params
     state = tx.init(params)
@@ -231,6 +260,17 @@ def test_matrix_matches_numpy_reference_with_refreshes(shape, max_dim):
                                    err_msg=f"call {t}")  # fmt: skip
 
 
+def test_soap_matches_numpy_reference_with_refreshes():
+    grads = [jax.random.normal(jax.random.key(20 + i), (5, 4)) for i in range(8)]
+    ours = _run(optim.scale_by_soap(0.9, 0.95, 1e-8, precondition_frequency=2), grads)
+    reference = _np_soap([np.asarray(g, np.float64) for g in grads], 0.9, 0.95, 1e-8, 2)
+    for t, (a, b) in enumerate(zip(ours, reference, strict=True)):
+        np.testing.assert_allclose(a, b, rtol=5e-3, atol=5e-3 * np.abs(b).max() + 1e-7,
+                                   err_msg=f"call {t}")  # fmt: skip
+    with pytest.raises(ValueError, match="SOAP needs 2-D leaves"):
+        optim.scale_by_soap().init({"b": jnp.zeros(3)})
+
+
 def test_matrix_state_permutes_nu_and_keeps_shapes():
     tx = optim.scale_by_deva_matrix(precondition_frequency=1, max_precond_dim=4)
     state = tx.init({"w": jnp.zeros((5, 4))})
@@ -327,6 +367,25 @@ def test_deva_under_nnx_optimizer_equals_direct_updates():
 
 
 # ---------------------------------------------------------------------------------------------
+# The paper's quadratic toy.
+
+
+def test_toy_hessian_has_the_requested_block_spectra():
+    eig = [[1.0, 2.0, 3.0], [99.0, 100.0, 101.0], [4998.0, 4999.0, 5000.0]]
+    h = np.asarray(optim.quadratic_toy_hessian(jax.random.key(3), eig), np.float64)
+    np.testing.assert_allclose(h, h.T, atol=1e-3)
+    for k in range(3):  # block-diagonal, each block with its own eigenvalues
+        block = h[3 * k : 3 * k + 3, 3 * k : 3 * k + 3]
+        np.testing.assert_allclose(np.linalg.eigvalsh(block), eig[k], rtol=1e-4)
+    off = h.copy()
+    for k in range(3):
+        off[3 * k : 3 * k + 3, 3 * k : 3 * k + 3] = 0.0
+    assert np.abs(off).max() == 0.0
+    with pytest.raises(ValueError, match="eigenvalues must be"):
+        optim.quadratic_toy_hessian(jax.random.key(0), [1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------------------------
 # Bad input.
 
 
@@ -350,6 +409,15 @@ def test_invalid_hyperparameters_name_the_argument(kwargs, name):
         optim.deva(1e-3, **kwargs)
 
 
+def test_concrete_array_hyperparameters_are_checked():
+    with pytest.raises(ValueError, match="^b1 must"):
+        optim.deva(1e-3, b1=jnp.array(1.5))
+    with pytest.raises(ValueError, match="^b2 must"):
+        optim.scale_by_soap(b2=jnp.array(1.0))
+    with pytest.raises(ValueError, match="^weight_decay must"):
+        optim.deva(1e-3, weight_decay=np.float32(-0.1))
+
+
 def test_invalid_options():
     with pytest.raises(ValueError, match="fallback must be one of"):
         optim.deva(1e-3, fallback="sgd")
@@ -357,7 +425,7 @@ def test_invalid_options():
         optim.scale_by_deva_matrix(precondition_frequency=0)
     with pytest.raises(TypeError, match="nesterov must be a bool"):
         optim.scale_by_deva_vector(nesterov="yes")
-    with pytest.raises(ValueError, match="weight_decay must be >= 0"):
+    with pytest.raises(ValueError, match="weight_decay must be finite and >= 0"):
         optim.deva_vector(1e-3, weight_decay=-1.0)
     with pytest.raises(ValueError, match="x must be a 2-D matrix"):
         optim.newton_schulz_msign(jnp.zeros(3))

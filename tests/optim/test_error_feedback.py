@@ -469,6 +469,17 @@ def test_bits_of_a_tree_with_leaf_and_global_scope():
         (lambda: optim.error_feedback(0.1, optim.top_k(1), axis_name=3), TypeError, "axis_name"),
         (lambda: optim.error_feedback(0.1, optim.top_k(1), seed="a"), TypeError, "seed"),
         (lambda: optim.error_feedback(0.1, optim.top_k(1), seed=1.5), TypeError, "seed"),
+        # Concrete arrays are checked like numbers (a traced one is not: inject_hyperparams).
+        (
+            lambda: optim.error_feedback_21(jnp.array(-1.0), optim.top_k(1)),
+            ValueError,
+            "learning_rate",
+        ),
+        (
+            lambda: optim.error_feedback(jnp.array(float("nan")), optim.top_k(1)),
+            ValueError,
+            "learning_rate",
+        ),
     ],
 )
 def test_bad_input(make, error, match):

@@ -56,9 +56,9 @@ def test_fixed_point_on_a_general_box_and_without_interaction(x64):
     free = particles.interacting_box_fixed_point(c, 0.0, m, 0.2, lower=-1.0, upper=2.0)
     expected, _ = particles.truncated_exponential_moments(c / 0.2, -1.0, 2.0)
     np.testing.assert_allclose(free.mean, expected, rtol=1e-12)
-    with pytest.raises(ValueError, match="entropy_weight must be > 0"):
+    with pytest.raises(ValueError, match="entropy_weight must be finite and > 0"):
         particles.interacting_box_fixed_point(c, 1.0, m, 0.0)
-    with pytest.raises(ValueError, match="interaction must be >= 0"):
+    with pytest.raises(ValueError, match="interaction must be finite and >= 0"):
         particles.interacting_box_fixed_point(c, -1.0, m, 0.1)
 
 
@@ -114,7 +114,7 @@ def test_two_layer_network_gradient_and_loss(x64):
         ),
         (
             lambda: particles.interacting_box_functional(jnp.ones(2), -1.0, jnp.ones(2)),
-            "interaction must be a scalar >= 0",
+            "interaction must be finite and >= 0",
         ),
         (
             lambda: particles.two_layer_network_functional(jnp.ones((4, 2)), jnp.ones(3)),

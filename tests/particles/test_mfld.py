@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import scipy.integrate
 
 from jaxlab import particles
 from jaxlab.distributed import launch, make_mesh
@@ -97,25 +96,11 @@ def test_interacting_box_mean_matches_the_closed_form_fixed_point(x64):
     assert float(info.boundary_distance.min()) > 0
 
 
-def _simplex_reference_mean(c, lam):
-    """Mean of ∝ exp(-⟨c, x⟩/λ) on Δ_2 by 2-D quadrature over (x_1, x_2)."""
-
-    def moment(k):
-        def integrand(x2, x1):
-            x = np.array([1 - x1 - x2, x1, x2])
-            return (1.0 if k is None else x[k]) * np.exp(-np.dot(c, x) / lam)
-
-        return scipy.integrate.dblquad(integrand, 0, 1, 0, lambda x1: 1 - x1, epsabs=1e-12)[0]
-
-    z = moment(None)
-    return np.array([moment(k) / z for k in range(3)])
-
-
 def test_simplex_mean_matches_quadrature(x64):
     # Check 4 of the note: c = (0, 1, -0.5), λ = 0.5 on Δ_2; by quadrature the mean is
     # (0.337842, 0.217856, 0.444302).
     c = np.array([0.0, 1.0, -0.5])
-    reference = _simplex_reference_mean(c, 0.5)
+    reference = particles.simplex_linear_potential_mean(c, 0.5)
     np.testing.assert_allclose(reference, [0.337842, 0.217856, 0.444302], atol=1e-6)
     n, eta = 5000, 2e-3
     algorithm = particles.mmfld(
@@ -235,7 +220,7 @@ def test_bad_input_raises_naming_the_argument(call, error, match):
 
 
 def test_kernel_checks_concrete_hyperparameters():
-    kernel = particles.build_kernel(particles.box_mirror_map(0.0, 1.0))
+    kernel = particles.mmfld.build_kernel(particles.box_mirror_map(0.0, 1.0))
     functional = particles.linear_potential_functional(jnp.asarray([0.3]))
     state = particles.MFLDState(jnp.full((4, 1), 0.5))
     with pytest.raises(ValueError, match="step_size must be finite and > 0"):
@@ -249,16 +234,16 @@ def test_particle_noise_hash_is_threefry_and_noise_is_standard_normal():
     import scipy.stats
     from jax.extend.random import threefry_2x32
 
-    from jaxlab.particles._mfld import _particle_noise, _threefry2x32
+    from jaxlab._src.sampling import particle_noise, threefry2x32
 
     words = jnp.asarray([0x12345678, 0x9ABCDEF0], jnp.uint32)
     counters = jax.random.bits(jax.random.key(3), (2, 64), jnp.uint32)
-    first, second = jax.jit(_threefry2x32)((words[0], words[1]), (counters[0], counters[1]))
+    first, second = jax.jit(threefry2x32)((words[0], words[1]), (counters[0], counters[1]))
     reference = threefry_2x32(words, counters.reshape(-1))  # halves are the two counter words
     np.testing.assert_array_equal(np.concatenate([first, second]), np.asarray(reference))
 
     key = jax.random.key(11)
-    noise = np.asarray(_particle_noise(key, 4000, 5, jnp.float32, None))
+    noise = np.asarray(particle_noise(key, 4000, 5, jnp.float32, None))
     assert noise.shape == (4000, 5) and np.all(np.isfinite(noise))
     ks = scipy.stats.kstest(noise.reshape(-1), "norm")
     assert ks.pvalue > 1e-3, f"KS test against N(0,1): statistic {ks.statistic}, p {ks.pvalue}"
@@ -266,5 +251,5 @@ def test_particle_noise_hash_is_threefry_and_noise_is_standard_normal():
     correlation = np.corrcoef(noise.T) - np.eye(5)
     assert np.max(np.abs(correlation)) < 5 / np.sqrt(4000)
     # A particle's noise depends on (key, particle index) only: a longer run extends it.
-    longer = np.asarray(_particle_noise(key, 4100, 5, jnp.float32, None))
+    longer = np.asarray(particle_noise(key, 4100, 5, jnp.float32, None))
     np.testing.assert_array_equal(longer[:4000], noise)

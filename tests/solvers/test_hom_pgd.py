@@ -13,15 +13,37 @@ from flax import nnx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxlab.experiments.hom_pgd import (
+from jaxlab.nn import InvertibleNet, sample_latents, train_homeomorphism
+from jaxlab.solvers import (
     STAR_OPTIMUM,
     STAR_OPTIMUM_VALUE,
+    HomPGD,
+    HomPGDState,
+    augmented_lagrangian,
+    best_feasible_start,
+    bisection_repair,
+    exact_projection_pgd,
+    gmres_tangent_solve,
+    latent_starts,
+    penalty_method,
+    project_ball,
+    qcqp_condition,
+    qcqp_condition_sampler,
+    qcqp_constraints,
+    qcqp_constraints_from_condition,
+    qcqp_hom_pgd,
+    qcqp_homeomorphism_net,
+    qcqp_objective,
+    sample_qcqp,
+    select_penalty_weight,
+    slsqp_multistart,
+    slsqp_projection_pgd,
     star_constraint,
+    star_hom_pgd,
     star_homeomorphism,
     star_objective,
+    star_projection,
 )
-from jaxlab.nn import InvertibleNet, sample_latents, train_homeomorphism
-from jaxlab.solvers import HomPGD, HomPGDState, bisection_repair, project_ball
 
 
 def _dense_star_minimum(num_angles: int = 400_000) -> tuple[float, np.ndarray]:
@@ -79,6 +101,9 @@ def test_star_code_stopping_rule_reproduces_note_check_2(x64):
     )
     starts = jnp.array([[0.3, 0.3], [0.5, 0.1], [0.9, 0.2], [0.0, 0.1], [0.1, 0.5]])
     z, state = jax.jit(jax.vmap(solver.run))(starts)
+    # A second path: the library's factory of the code's configuration (the same program).
+    _, factory_state = jax.jit(jax.vmap(star_hom_pgd(5000).run))(starts)
+    assert np.array_equal(factory_state.value, state.value)
     expected = [0.030886, 0.030882, 0.030878, 0.284327, 0.284327]
     assert np.allclose(np.asarray(state.value), expected, atol=2e-6)
     assert abs(int(state.iter_num[0]) - 258) <= 2  # "0.030886 after 258 steps"
@@ -457,3 +482,214 @@ def test_bad_input_raises_naming_the_argument():
         bisection_repair(jnp.zeros(2), jnp.ones(2), lambda z: True, num_steps=0)
     with pytest.raises(ValueError, match="is_feasible must return a scalar"):
         bisection_repair(jnp.zeros(2), jnp.ones(2), lambda z: z > 0)
+
+
+# --------------------------------------------------------------------------------------------
+# The problems (star toy, QCQP family) and the multi-start helpers.
+
+
+def test_sample_qcqp_follows_the_note_and_the_centre_is_feasible():
+    keys = jax.random.split(jax.random.key(2030), 200)
+    instances = jax.vmap(lambda k: sample_qcqp(k, 4, 5))(keys)
+    # x = 0 strictly feasible for every instance (b_j = ||p_j|| + max λ² > 0).
+    residuals = jax.vmap(lambda inst: qcqp_constraints(jnp.zeros(4), inst))(instances)
+    assert residuals.shape == (200, 5 + 4 + 1)
+    assert bool(jnp.all(residuals < 0))
+    one = jax.tree.map(lambda a: a[0], instances)
+    # Q_j symmetric of rank r = n // 2 = 2, indefinite across the family.
+    assert np.allclose(one.constraint_quad, np.transpose(one.constraint_quad, (0, 2, 1)), atol=1e-6)
+    ranks = [np.linalg.matrix_rank(np.asarray(q), tol=1e-6) for q in one.constraint_quad]
+    assert ranks == [2] * 5
+    eigs = np.linalg.eigvalsh(np.asarray(instances.constraint_quad).reshape(-1, 4, 4))
+    assert (eigs < -1e-3).any() and (eigs > 1e-3).any()
+    # b_j = ||p_j|| + max_k λ_jk² > ||p_j||; p_j ~ N(0, I)/n has E||p_j||² = 1/n.
+    norms = np.linalg.norm(np.asarray(instances.constraint_linear), axis=-1)
+    assert np.all(np.asarray(instances.constraint_bound) > norms)
+    assert np.mean(norms**2) == pytest.approx(1.0 / 4, rel=0.1)
+    # U_j has unit-norm columns: trace(n Q_j) = sum_k λ_jk, λ ~ N(0, 1) (mean 0, var r = 2).
+    traces = np.trace(4 * np.asarray(instances.constraint_quad), axis1=-2, axis2=-1)
+    assert abs(np.mean(traces)) < 0.1 and np.var(traces) == pytest.approx(2.0, rel=0.15)
+    condition = qcqp_condition(one)
+    assert condition.shape == (5, 4 * 4 + 4 + 1)
+    x = jnp.array([0.3, -0.2, 0.1, 0.5])
+    assert float(qcqp_objective(x, one)) == pytest.approx(
+        float(0.5 * x @ one.quad @ x + one.linear @ x)
+    )
+    with pytest.raises(ValueError, match="n must be an int >= 2"):
+        sample_qcqp(jax.random.key(0), 1, 3)
+    with pytest.raises(ValueError, match="m must be an int >= 1"):
+        sample_qcqp(jax.random.key(0), 2, 0)
+
+
+def test_star_projection_is_exact(x64):
+    """Against a brute-force nearest boundary point (1e6 angles, numpy)."""
+    theta = np.linspace(0.0, 2.0 * np.pi, 1_000_000, endpoint=False)
+    radius = 1.0 + 0.6 * np.sin(4.0 * theta)
+    boundary = radius[:, None] * np.stack([np.cos(theta), np.sin(theta)], 1)
+    project = jax.jit(star_projection)
+    rng = np.random.default_rng(0)
+    for y in rng.uniform(-2.5, 2.5, (12, 2)):
+        x = np.asarray(project(jnp.asarray(y)))
+        if float(star_constraint(jnp.asarray(y))[0]) <= 0:
+            assert np.allclose(x, y)
+            continue
+        brute = np.min(np.linalg.norm(boundary - y[None, :], axis=1))
+        assert np.linalg.norm(x - y) == pytest.approx(brute, abs=1e-9)
+        assert abs(float(star_constraint(jnp.asarray(x))[0])) <= 1e-12
+
+
+def test_penalty_weight_selection_and_best_feasible_start():
+    assert select_penalty_weight({1.0: 0.04, 3.0: 0.09, 10.0: 0.30}) == 1.0
+    assert select_penalty_weight({1.0: 0.05, 10.0: 0.05}) == 10.0  # tie: smaller ε_inn
+    assert select_penalty_weight({3.0: np.inf, 10.0: 0.2}) == 10.0  # infeasible validation
+    with pytest.raises(ValueError, match="validation_gaps"):
+        select_penalty_weight({})
+    # Best feasible wins even when an infeasible start has a lower value.
+    values = np.array([0.5, -3.0, 0.1])
+    assert best_feasible_start(values, np.array([0.0, 1.0, 0.0])) == (2, True)
+    assert best_feasible_start(values, np.array([3.0, 1.0, 2.0])) == (1, False)
+    starts = np.asarray(latent_starts(jax.random.key(0), 5, 2))
+    assert starts.shape == (5, 2) and np.all(starts[0] == 0)
+    assert np.all(np.linalg.norm(starts, axis=1) <= 0.9 + 1e-6)
+
+
+def test_qcqp_problem_pieces_agree():
+    # The condition-based constraints (what the INN is trained on) equal the direct ones.
+    inst = sample_qcqp(jax.random.key(3), 3, 4)
+    x = jnp.array([0.4, -1.2, 2.0])
+    assert np.allclose(
+        qcqp_constraints_from_condition(x, qcqp_condition(inst)), qcqp_constraints(x, inst)
+    )
+    # The sampler draws sample_qcqp instances (same keys, same conditions).
+    keys = jax.random.split(jax.random.key(5), 3)
+    expected = jnp.stack([qcqp_condition(sample_qcqp(k, 3, 4)) for k in keys])
+    assert np.allclose(qcqp_condition_sampler(3, 4)(jax.random.key(5), 3), expected)
+    with pytest.raises(ValueError, match="num_angles"):
+        star_projection(jnp.ones(2), num_angles=0)
+
+
+def test_outside_fraction_matches_the_closed_form_share_of_an_overshooting_map():
+    """Φ(z) = 1.5 z on the unit disk, K = unit disk: Φ(z) ∉ K iff ||z|| > 2/3, which uniform
+    latents do with probability 1 - (2/3)² = 5/9."""
+    solver = HomPGD(lambda x: jnp.sum(x), lambda z: 1.5 * z, _disk)
+    latents = sample_latents(jax.random.key(0), 20_000, 2)
+    share = float(solver.outside_fraction(latents))
+    assert share == pytest.approx(5.0 / 9.0, abs=0.015)  # 4 binomial standard errors
+    with pytest.raises(ValueError, match="constraint_fn"):
+        HomPGD(lambda x: jnp.sum(x), lambda z: z).outside_fraction(latents)
+
+
+def test_qcqp_hom_pgd_takes_the_weights_as_an_argument():
+    """Two networks of one architecture share one compiled multi-start solve; its end points,
+    decoded and checked in numpy, carry the violation the state reports."""
+    small = dict(encoder_hidden=4, hidden=4, num_layers=1)  # compile time dominates
+    nets = [qcqp_homeomorphism_net(2, **small, rngs=nnx.Rngs(seed)) for seed in (0, 1)]
+    solver = qcqp_hom_pgd(nets[0], maxiter=10)
+    assert (solver.repair, solver.projection, solver.bisection_steps) == ("bisection", "ball", 20)
+    assert qcqp_hom_pgd(qcqp_homeomorphism_net(3, rngs=nnx.Rngs(0))).maxiter == 30  # 10 n
+    solve_many = jax.jit(jax.vmap(solver.run, in_axes=(0, None, None)))
+    instance = sample_qcqp(jax.random.key(2030), 2, 3)
+    z0s = latent_starts(jax.random.key(1), 4, 2)
+    for net in nets:
+        weights = nnx.split(net, nnx.Param, ...)[1:]
+        zs, states = solve_many(z0s, weights, instance)
+        x = np.asarray(jax.vmap(lambda z: net(z, qcqp_condition(instance))[0])(zs), np.float64)
+        q, p, qc, pc, bc = (np.asarray(a, np.float64) for a in instance)
+        rows = 0.5 * np.einsum("si,mij,sj->sm", x, qc, x) + x @ pc.T - bc
+        residuals = np.concatenate(
+            [rows, np.abs(x) - 5.0, np.sum(x * x, axis=1, keepdims=True) - 25.0], axis=1
+        )
+        assert np.allclose(np.maximum(residuals.max(axis=1), 0.0), states.violation, atol=1e-5)
+        values = 0.5 * np.einsum("si,ij,sj->s", x, q, x) + x @ p
+        assert np.allclose(values, states.value, atol=1e-5)
+    assert solve_many._cache_size() == 1
+
+
+# --------------------------------------------------------------------------------------------
+# The baselines, against closed forms and known optima.
+
+
+def _ball(y):
+    return y / jnp.maximum(1.0, jnp.linalg.norm(y))
+
+
+def test_exact_projection_pgd_on_a_ball_matches_the_closed_form(x64):
+    """min ½||x - c||² over the unit ball: x* = c / ||c||, f* = ½(||c|| - 1)²."""
+    c = jnp.array([2.0, -1.0, 2.0])  # ||c|| = 3
+    fun = lambda x: 0.5 * jnp.sum((x - c) ** 2)  # noqa: E731
+    out = exact_projection_pgd(fun, _ball, jnp.zeros(3), stepsize=0.5, decay=1.0, tol=1e-14)
+    assert np.allclose(out.x, c / 3.0, atol=1e-7)
+    assert float(out.value) == pytest.approx(2.0, abs=1e-12)
+    assert 0 < int(out.iterations) < 2000
+    # The step size is an argument of one compiled program (traced), with the same result.
+    run = jax.jit(lambda eta: exact_projection_pgd(fun, _ball, jnp.zeros(3), stepsize=eta))
+    for eta in (0.005, 0.05):
+        eager = exact_projection_pgd(fun, _ball, jnp.zeros(3), stepsize=eta)
+        assert np.allclose(run(eta).x, eager.x, atol=1e-12)
+    assert run._cache_size() == 1
+    with pytest.raises(ValueError, match="stepsize"):
+        exact_projection_pgd(fun, _ball, jnp.zeros(3), stepsize=-1.0)
+
+
+def test_penalty_and_augmented_lagrangian_on_a_known_optimum(x64):
+    """min (x - 2)² s.t. x <= 1. The penalty's minimiser at ρ is (4 + ρ)/(2 + ρ) (ρ of the last
+    round: 1e3 after the cap); the ALM's multiplier tends to λ* = 2 and x to 1."""
+    fun = lambda x: jnp.sum((x - 2.0) ** 2)  # noqa: E731
+    constraint = lambda x: x - 1.0  # noqa: E731
+    options = dict(outer=80, inner=300, learning_rate=0.01)
+    penalty = penalty_method(fun, constraint, jnp.zeros(1), **options)
+    assert float(penalty.x[0]) == pytest.approx(1004.0 / 1002.0, abs=2e-3)
+    assert int(penalty.iterations) == 80
+    alm = augmented_lagrangian(fun, constraint, jnp.zeros(1), **options)
+    assert float(alm.x[0]) == pytest.approx(1.0, abs=2e-3)
+    assert float(alm.value) == pytest.approx(1.0, abs=5e-3)
+    with pytest.raises(ValueError, match="growth"):
+        penalty_method(fun, constraint, jnp.zeros(1), growth=0.5)
+
+
+def _ball_qcqp(radius2: float = 4.0):
+    """min -x₁ s.t. ½ xᵀ(2I)x <= radius2 (||x||² <= radius2), box and outer ball inactive."""
+    return sample_qcqp(jax.random.key(0), 2, 1)._replace(
+        quad=jnp.zeros((2, 2)),
+        linear=jnp.array([-1.0, 0.0]),
+        constraint_quad=2.0 * jnp.eye(2)[None],
+        constraint_linear=jnp.zeros((1, 2)),
+        constraint_bound=jnp.array([radius2]),
+    )
+
+
+def test_slsqp_reference_and_slsqp_projection_pgd_find_the_known_optimum():
+    instance = _ball_qcqp()  # optimum x* = (2, 0), f* = -2
+    best = slsqp_multistart(instance, num_starts=4, seed=0)
+    assert best["value"] == pytest.approx(-2.0, abs=1e-6)
+    assert np.allclose(best["x"], [2.0, 0.0], atol=1e-4)
+    assert best["violation"] <= 1e-6 and best["time_s"] > 0
+    pgd = slsqp_projection_pgd(
+        instance, np.zeros(2), stepsize=0.1, maxiter=200, tol=1e-9, time_limit_s=60.0
+    )
+    assert pgd["value"] == pytest.approx(-2.0, abs=1e-5)
+    assert pgd["violation"] <= 1e-5 and not pgd["capped"] and pgd["iterations"] < 200
+    with pytest.raises(ValueError, match="num_starts"):
+        slsqp_multistart(instance, num_starts=0, seed=0)
+
+
+def test_implicit_gradient_with_gmres_equals_the_dense_one(x64):
+    """The same closed-form Jacobian as above through matrix-free GMRES."""
+
+    def fun(x, c):
+        return 0.5 * jnp.sum((x - c) ** 2)
+
+    options = dict(stepsize=0.2, adaptive_decay=1.0, maxiter=2000, tol=1e-12)
+    dense = HomPGD(fun, _scaled, **options)
+    solve = functools.partial(gmres_tangent_solve, tol=1e-12)
+    gmres = HomPGD(fun, _scaled, implicit_diff_solve=solve, **options)
+    c = jnp.array([3.0, -2.0, 1.0])
+    jac_dense = jax.jacobian(lambda c: dense.run(jnp.zeros(3), c).params)(c)
+    jac_gmres = jax.jacobian(lambda c: gmres.run(jnp.zeros(3), c).params)(c)
+    norm = jnp.linalg.norm(c)
+    closed_form = (jnp.eye(3) - jnp.outer(c, c) / norm**2) / norm
+    assert np.allclose(jac_dense, closed_form, atol=1e-8)
+    assert np.allclose(jac_gmres, closed_form, atol=1e-8)
+    # Forward mode goes through the same matrix-free solve.
+    jac_forward = jax.jacfwd(lambda c: gmres.run(jnp.zeros(3), c).params)(c)
+    assert np.allclose(jac_forward, closed_form, atol=1e-8)

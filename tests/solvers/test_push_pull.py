@@ -308,8 +308,10 @@ def _bad_weights(adjacency):
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"stepsize": 0.0}, ValueError, r"stepsize must be a finite number > 0"),
-        ({"stepsize": -0.1}, ValueError, r"stepsize must be a finite number > 0"),
+        ({"stepsize": 0.0}, ValueError, r"stepsize must be finite and > 0"),
+        ({"stepsize": -0.1}, ValueError, r"stepsize must be finite and > 0"),
+        ({"stepsize": jnp.array(-0.1)}, ValueError, r"stepsize must be finite and > 0"),
+        ({"stepsize": "0.1"}, TypeError, r"stepsize must be a real number"),
         ({"grad_fn": None}, TypeError, r"grad_fn must be callable"),
         ({"graph_fn": None}, TypeError, r"graph_fn must be callable"),
         ({"graph_fn": lambda key, k: jnp.ones((4, 4))}, ValueError, r"boolean"),
@@ -340,8 +342,8 @@ def _bad_weights(adjacency):
             ValueError,
             r"not jointly strongly connected over window=1",
         ),
-        ({"connectivity_window": 0}, ValueError, r"connectivity_window must be >= 1"),
-        ({"maxiter": 0}, ValueError, r"maxiter must be a positive int"),
+        ({"connectivity_window": 0}, ValueError, r"connectivity_window must be an int >= 1"),
+        ({"maxiter": 0}, ValueError, r"maxiter must be an int >= 1"),
     ],
 )
 def test_push_pull_bad_inputs_raise(kwargs, error, match):
@@ -353,12 +355,13 @@ def test_push_pull_bad_inputs_raise(kwargs, error, match):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"penalty": 0.0}, r"penalty must be a finite number > 0"),
-        ({"penalty": -1.0}, r"penalty must be a finite number > 0"),
-        ({"upper_stepsize": 0.0}, r"upper_stepsize must be a finite number > 0"),
-        ({"lower_stepsize": -0.2}, r"lower_stepsize must be a finite number > 0"),
-        ({"penalty_power": -0.5}, r"penalty_power must be a finite number >= 0"),
-        ({"inner_steps": 0}, r"inner_steps must be >= 1"),
+        ({"penalty": 0.0}, r"penalty must be finite and > 0"),
+        ({"penalty": -1.0}, r"penalty must be finite and > 0"),
+        ({"penalty": np.float64("nan")}, r"penalty must be finite and > 0"),
+        ({"upper_stepsize": 0.0}, r"upper_stepsize must be finite and > 0"),
+        ({"lower_stepsize": -0.2}, r"lower_stepsize must be finite and > 0"),
+        ({"penalty_power": -0.5}, r"penalty_power must be finite and >= 0"),
+        ({"inner_steps": 0}, r"inner_steps must be an int >= 1"),
     ],
 )
 def test_fab_bad_inputs_raise(kwargs, match):

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from optax.projections import projection_box
+from optax.tree import norm as tree_l2_norm  # an independent implementation
 
 from jaxlab import solvers as vi
-from jaxlab._src.solver import tree_l2_norm
 
 pytestmark = pytest.mark.usefixtures("x64")
 
@@ -439,15 +439,17 @@ def _operator(z, key, batch_size):
 
 
 @pytest.mark.parametrize("cls", [vi.StochasticExtragradient, vi.HalpernExtragradient])
-@pytest.mark.parametrize("stepsize", [0.0, -0.1, float("nan"), float("inf")])
+@pytest.mark.parametrize(
+    "stepsize", [0.0, -0.1, float("nan"), float("inf"), np.float64(-1.0), np.array(float("nan"))]
+)
 def test_non_positive_step_raises(cls, stepsize):
     with pytest.raises(ValueError, match="stepsize"):
         cls(operator_fn=_operator, stepsize=stepsize)
 
 
-@pytest.mark.parametrize("relaxation", [0.0, -0.5, 1.01, 2.0])
+@pytest.mark.parametrize("relaxation", [0.0, -0.5, 1.01, 2.0, np.array(1.5), float("nan")])
 def test_relaxation_outside_unit_interval_raises(relaxation):
-    with pytest.raises(ValueError, match=r"relaxation must lie in \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"relaxation must be finite and in \(0.0, 1.0\]"):
         vi.StochasticExtragradient(operator_fn=_operator, stepsize=0.1, relaxation=relaxation)
 
 
