@@ -8,6 +8,19 @@ modules), ``jaxlab.particles`` (mean-field Langevin particle systems: MFLD, mirr
 
 __version__ = "0.1.0"
 
-from jaxlab import distributed, nn, optim, particles, solvers  # noqa: E402
+import importlib as _importlib
 
 __all__ = ["__version__", "distributed", "nn", "optim", "particles", "solvers"]
+_SUBPACKAGES = frozenset([*__all__[1:], "experiments"])
+
+
+def __getattr__(name: str):
+    # Subpackages load on first use (``jaxlab.optim``), so ``import jaxlab`` and the ``jaxlab``
+    # command start without importing JAX: the CLI can then handle an interrupt at any time.
+    if name in _SUBPACKAGES:
+        return _importlib.import_module(f"jaxlab.{name}")
+    raise AttributeError(f"module 'jaxlab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_SUBPACKAGES])

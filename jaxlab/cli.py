@@ -2,18 +2,36 @@
 
 Exit status: 0 when every experiment ran (a ``fail`` verdict is an honest result, not a crash),
 1 when any experiment raised (status ``error``), 2 for bad input (unknown experiment or profile,
-unwritable output folder), 130 when interrupted.
+a seed outside [0, 2**32), unwritable output folder), 130 when interrupted, at any time: the
+heavy imports (JAX, SciPy, the experiments) happen inside :func:`main` under its own SIGINT
+handler, so an interrupt during them ends the same way as one during a run.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 
-from jaxlab import experiments as registry
-from jaxlab._src.runner import check_output_dir
-
 __all__ = ["main"]
+
+# The profiles, repeated here so that parsing needs no import of JAX (experiments.PROFILES is
+# the source; tests/test_runner.py checks they agree).
+PROFILES = ("smoke", "quick", "full")
+# jax.random.key takes a 32-bit seed when x64 is off (2**32 would run as seed 0); the runner's
+# MAX_SEED is the source, repeated so that parsing needs no import of JAX (checked in tests).
+MAX_SEED = 2**32 - 1
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seed must be an integer, got {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"seed must lie in [0, 2**32 - 1], got {value}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -25,14 +43,14 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run one experiment")
     run.add_argument("name")
-    run.add_argument("--profile", choices=registry.PROFILES, default="quick")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--profile", choices=PROFILES, default="quick")
+    run.add_argument("--seed", type=_seed, default=0)
     run.add_argument("--out", default="results", help="output folder (default: results)")
 
     rep = sub.add_parser("reproduce", help="run experiments (default: all) and write REPORT.md")
     rep.add_argument("names", nargs="*")
-    rep.add_argument("--profile", choices=registry.PROFILES, default="quick")
-    rep.add_argument("--seed", type=int, default=0)
+    rep.add_argument("--profile", choices=PROFILES, default="quick")
+    rep.add_argument("--seed", type=_seed, default=0)
     rep.add_argument("--out", default="results", help="output folder (default: results)")
     rep.add_argument(
         "--resume", action="store_true", help="keep results that match the profile and code"
@@ -59,10 +77,49 @@ def _summary_table(records, console) -> None:
     console.print(table)
 
 
+class _Interrupted(Exception):
+    pass
+
+
+_STATE = {"importing": True, "interrupted": False}
+_INTERRUPTED_MESSAGE = "jaxlab: interrupted; finished results are intact\n"
+
+
+def _on_sigint(signum, frame):
+    _STATE["interrupted"] = True
+    if _STATE["importing"]:
+        # Nothing is written yet, and an exception raised here can be swallowed (a signal that
+        # lands in a garbage-collection callback during JAX's import is printed and dropped).
+        sys.stderr.write(_INTERRUPTED_MESSAGE)
+        sys.stderr.flush()
+        os._exit(130)
+    raise _Interrupted
+
+
 def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    previous = signal.signal(signal.SIGINT, _on_sigint)
+    _STATE.update(importing=True, interrupted=False)
+    try:
+        code = _main(args)
+        if _STATE["interrupted"]:  # an interrupt some library swallowed: still an interrupt
+            raise _Interrupted
+        return code
+    except (_Interrupted, KeyboardInterrupt):
+        sys.stderr.write(_INTERRUPTED_MESSAGE)
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    args = _parser().parse_args(argv)
+    from jaxlab import experiments as registry
+    from jaxlab._src.runner import check_output_dir
+
+    registry.names()  # imports every experiment module (JAX, SciPy, ...) while _STATE says so
+    _STATE["importing"] = False
     console = Console()
     err = Console(stderr=True, soft_wrap=True)
 
@@ -82,25 +139,21 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"jaxlab: error: {e}")
         return 2
 
-    try:
-        if args.command == "run":
-            records = [
-                registry.run_experiment(
-                    args.name, profile=args.profile, seed=args.seed, out_dir=args.out
-                )
-            ]
-        else:
-            records = registry.reproduce(
-                requested or None,
-                profile=args.profile,
-                seed=args.seed,
-                out_dir=args.out,
-                resume=args.resume,
-                console=err,
+    if args.command == "run":
+        records = [
+            registry.run_experiment(
+                args.name, profile=args.profile, seed=args.seed, out_dir=args.out
             )
-    except KeyboardInterrupt:
-        err.print("jaxlab: interrupted; finished results are intact")
-        return 130
+        ]
+    else:
+        records = registry.reproduce(
+            requested or None,
+            profile=args.profile,
+            seed=args.seed,
+            out_dir=args.out,
+            resume=args.resume,
+            console=err,
+        )
     _summary_table(records, console)
     if args.command == "reproduce":
         console.print(f"report: {args.out}/REPORT.md")

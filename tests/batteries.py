@@ -680,8 +680,8 @@ TRANSFORM_CASES: list[TransformCase] = []
 
 # Error feedback, issue 3 (jaxlab/optim/_error_feedback.py): EF and EF21 with top-k, EF with
 # scaled sign and EF21 with rand-k (random: the per-worker key folding is exercised under vmap
-# and shard_map). Compressors are static (hashable objects; a compressor is callable, so
-# inject_hyperparams must not take it for a schedule).
+# and shard_map). Compressors are static (hashable objects, not callable, so inject_hyperparams
+# passes them through; plain inject_hyperparams is tested in tests/optim/test_error_feedback.py).
 from jaxlab import optim as _optim  # noqa: E402
 
 TRANSFORM_CASES += [
@@ -847,7 +847,8 @@ TRANSFORM_CASES += [
 #    from ``init_state`` on (and params keep theirs).
 # 2. ``run_equals_loop``: ``run`` (``lax.while_loop``) equals the manual loop
 #    ``state = init_state(...); while iter_num == 0 or (iter_num < maxiter and error > tol):
-#    params, state = update(...)`` (each update jitted separately), in params and state.
+#    params, state = update(...)`` (each update jitted separately), in params and state; a
+#    state's ``status`` reads CONVERGED if the final error is <= tol, else MAXITER.
 # 3. ``unrolled_run``: ``run`` with ``unroll=True`` (``lax.scan`` of ``maxiter`` steps, frozen after
 #    convergence) equals the ``while_loop`` run.
 # 4. ``optimality``: ``||optimality_fun(run(...).params, *args)|| <= optimality_tol``.
@@ -1031,6 +1032,13 @@ def check_solver_run_equals_loop(case: SolverCase) -> None:
         f"{case.name}: run stopped after {int(result.state.iter_num)} iterations, the manual "
         f"update loop after {int(state.iter_num)}"
     )
+    if hasattr(state, "status"):  # SolverStatus: CONVERGED (1) if error <= tol, else MAXITER (2)
+        expected = 1 if float(state.error) <= solver.tol else 2
+        assert int(state.status) == expected == int(result.state.status), (
+            f"{case.name}: status {int(state.status)} (update) / {int(result.state.status)} "
+            f"(run) after the finite run, expected {expected} (error {float(state.error):.3g}, "
+            f"tol {solver.tol:g}, {int(state.iter_num)} of {solver.maxiter} iterations)"
+        )
     _assert_solver_trees_close(result.params, params, f"{case.name}: run params != loop's", case)
     _assert_solver_trees_close(result.state, state, f"{case.name}: run state != loop's", case)
 

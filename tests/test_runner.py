@@ -323,3 +323,110 @@ def test_importing_the_experiments_leaves_the_matplotlib_backend_alone():
     env = {"MPLBACKEND": "svg", "JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+CORRUPTIONS = {
+    "not utf-8": b"\xff\xfe{\x00 broken",
+    "a json list": b"[1, 2, 3]",
+    "a json string": b'"pass"',
+    "a string verdict": b'{"name": "zz-ok", "profile": "smoke", "verdict": "pass"}',
+    "truncated": b'{"name": "zz-ok", "verdict": {"sta',
+}
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["fresh", "resume"])
+@pytest.mark.parametrize("content", list(CORRUPTIONS.values()), ids=list(CORRUPTIONS))
+def test_a_corrupted_result_is_rerun_like_a_truncated_one(
+    fake_experiments, tmp_path, capsys, content, resume
+):
+    (tmp_path / "zz-ok").mkdir()
+    (tmp_path / "zz-ok" / "result.json").write_bytes(content)
+    args = ["reproduce", "zz-ok", "--profile", "smoke", "--out", str(tmp_path)]
+    assert cli.main([*args, "--resume"] if resume else args) == 0
+    assert CALLS["ok"] == 1  # rerun
+    stored = json.loads((tmp_path / "zz-ok" / "result.json").read_text())
+    assert stored["verdict"]["status"] == "pass"
+    assert "| zz-ok |" in (tmp_path / "REPORT.md").read_text()
+    if resume:
+        assert "stored result unusable" in capsys.readouterr().err
+
+
+def test_inspect_result_says_why_a_file_is_unusable(tmp_path):
+    assert results.inspect_result(tmp_path, "x") == (None, "no stored result")
+    (tmp_path / "x").mkdir()
+    for content, why in [
+        (b"\xff", "not UTF-8"),
+        (b"[1]", "JSON list"),
+        (b'{"verdict": 3}', "no verdict object"),
+        (b"{", "not valid JSON"),
+    ]:
+        (tmp_path / "x" / "result.json").write_bytes(content)
+        record, problem = results.inspect_result(tmp_path, "x")
+        assert record is None and why in problem, (content, problem)
+
+
+@pytest.mark.parametrize("seed", [str(2**70), str(2**32), "-1", "1.5", "seven"])
+def test_seeds_outside_the_key_range_are_bad_input(fake_experiments, tmp_path, capsys, seed):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "zz-ok", "--seed", seed, "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "seed" in capsys.readouterr().err
+    assert CALLS["ok"] == 0
+    with pytest.raises((ValueError, TypeError), match="seed"):
+        registry.run_experiment("zz-ok", profile="smoke", seed=2**32, out_dir=tmp_path)
+
+
+def test_largest_seed_runs(fake_experiments, tmp_path):
+    assert cli.main(["run", "zz-ok", "--seed", str(2**32 - 1), "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "zz-ok" / "result.json").read_text())["seed"] == 2**32 - 1
+
+
+def test_cli_constants_match_their_sources():
+    from jaxlab._src import runner
+
+    assert cli.PROFILES == registry.PROFILES and cli.MAX_SEED == runner.MAX_SEED
+
+
+def test_result_files_get_the_users_file_mode(fake_experiments, tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        assert cli.main(["reproduce", "zz-ok", "--profile", "smoke", "--out", str(tmp_path)]) == 0
+    finally:
+        os.umask(old)
+    for path in ["zz-ok/result.json", "zz-ok/trace.png", "REPORT.md"]:
+        assert stat.S_IMODE((tmp_path / path).stat().st_mode) == 0o644, path
+
+
+def test_an_interrupt_during_the_imports_exits_130_without_a_traceback(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jaxlab.cli",
+            "run",
+            "fab-hyperparameter",
+            "--profile",
+            "smoke",
+            "--out",
+            str(tmp_path),
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
+    time.sleep(0.8)  # inside the imports of JAX and the experiments (they take seconds)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted" in err and "Traceback" not in err, err[-2000:]

@@ -175,3 +175,92 @@ def test_default_solve_is_dense_when_small_and_gmres_above_the_threshold(x64, mo
     small = default_tangent_solve(lambda v: 2.0 * v, jnp.ones(3))
     np.testing.assert_allclose(small, 0.5)
     assert used == ["gmres", "dense"]
+
+
+# --------------------------------------------------------------------------------------------
+# Stopping status: converged / reached maxiter / non-finite are told apart (issue 14).
+
+
+class _StatusState(NamedTuple):
+    iter_num: jax.Array
+    error: jax.Array
+    status: jax.Array
+
+
+@dataclasses.dataclass(eq=False)
+class _Scaling(IterativeSolver):
+    """x <- factor * x with error |x|: converges for |factor| < 1, overflows for a huge one."""
+
+    factor: float = 0.5
+
+    def init_state(self, params):
+        return _StatusState(jnp.asarray(0), jnp.asarray(jnp.inf), jnp.int32(0))
+
+    def optimality_fun(self, params):
+        return params
+
+    def update(self, params, state):
+        new = self.factor * params
+        new_state = _StatusState(state.iter_num + 1, jnp.abs(new), jnp.int32(0))
+        return OptStep(new, self._with_status(new, new_state))
+
+
+@pytest.mark.parametrize("unroll", [False, True])
+def test_status_tells_converged_maxiter_and_nonfinite_apart(unroll):
+    Status = solver_base.SolverStatus
+    common = dict(implicit_diff=False, unroll=unroll)
+    # 0.5^k <= 1e-3 first at k = 10 (0.5^10 = 9.8e-4): closed form of the stopping iteration.
+    converged = _Scaling(factor=0.5, maxiter=50, tol=1e-3, **common).run(jnp.asarray(1.0))
+    assert int(converged.state.status) == Status.CONVERGED
+    assert int(converged.state.iter_num) == 10
+    assert float(converged.params) == 0.5**10
+    capped = _Scaling(factor=0.99, maxiter=7, tol=1e-3, **common).run(jnp.asarray(1.0))
+    assert int(capped.state.status) == Status.MAXITER and int(capped.state.iter_num) == 7
+    # float32: 1e20^2 = 1e40 overflows to inf at the second update; the loop stops there
+    # (it used to stop only on a NaN error, reading it as converged).
+    blown = _Scaling(factor=1e20, maxiter=50, tol=1e-3, **common).run(jnp.asarray(1.0))
+    assert int(blown.state.status) == Status.NONFINITE
+    assert int(blown.state.iter_num) == 2 and np.isinf(float(blown.params))
+
+
+def test_a_nan_error_is_nonfinite_not_converged():
+    nan_solver = dataclasses.replace(_Scaling(maxiter=50, tol=1e-3), implicit_diff=False)
+    out = nan_solver.run(jnp.asarray(jnp.nan))
+    assert int(out.state.status) == solver_base.SolverStatus.NONFINITE
+    assert int(out.state.iter_num) == 1
+
+
+def test_state_without_status_field_still_stops_on_nonfinite():
+    # _Ridge's state has no status field: the loop stops on the non-finite iterate all the same.
+    matrix, target, lam = _problem()
+    out = _Ridge(stepsize=1e20, maxiter=500, implicit_diff=False).run(
+        jnp.ones(3), matrix, target, lam
+    )
+    assert int(out.state.iter_num) < 10
+    assert not bool(jnp.all(jnp.isfinite(out.params)))
+
+
+@pytest.mark.parametrize("tol", [float("nan"), np.float32("nan"), float("inf"), -1.0, "1e-6"])
+def test_non_finite_or_bad_tol_is_rejected(tol):
+    with pytest.raises((ValueError, TypeError), match="tol"):
+        _Scaling(tol=tol)
+
+
+def test_traced_nan_tol_runs_to_maxiter_instead_of_stopping_after_one_step():
+    def run(tol):
+        solver = _Scaling(factor=0.9, maxiter=12, tol=tol, implicit_diff=False, jit=False)
+        return solver.run(jnp.asarray(1.0)).state
+
+    state = jax.jit(run)(jnp.asarray(jnp.nan))
+    assert int(state.iter_num) == 12 and int(state.status) == solver_base.SolverStatus.MAXITER
+
+
+def test_tangent_solves_check_their_arguments():
+    with pytest.raises(TypeError, match="linear_fn"):
+        dense_tangent_solve(None, jnp.ones(2))
+    with pytest.raises(ValueError, match=r"linear_fn\(rhs\) has shape \(1,\).*rhs"):
+        gmres_tangent_solve(lambda v: v[:1], jnp.ones(2))
+    with pytest.raises(ValueError, match="restart"):
+        gmres_tangent_solve(lambda v: v, jnp.ones(2), restart=0)
+    with pytest.raises(TypeError, match="rhs"):
+        cg_tangent_solve(lambda v: v, jnp.ones(2, jnp.int32))

@@ -111,6 +111,10 @@ class Part:
     status: str
 
     def __post_init__(self):
+        for field in ("claim", "measured"):
+            value = getattr(self, field)
+            if not isinstance(value, str):
+                raise TypeError(f"{field} must be a str, got {type(value).__name__} {value!r}")
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
 
@@ -168,6 +172,9 @@ def verdict_status(statuses: Iterable[str]) -> str:
       ('unresolved', 'fail')
     """
     statuses = list(statuses)
+    unknown = [s for s in statuses if s not in STATUSES]
+    if unknown:
+        raise ValueError(f"statuses must each be one of {STATUSES}, got {unknown}")
     if not statuses or "fail" in statuses:
         return "fail"
     return "pass" if all(s == "pass" for s in statuses) else "unresolved"
@@ -195,6 +202,16 @@ class Result:
     parts: list[Part]
     figures: dict[str, Any] = dataclasses.field(default_factory=dict)
     reason: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.metrics, dict):
+            raise TypeError(f"metrics must be a dict, got {type(self.metrics).__name__}")
+        if not isinstance(self.parts, list | tuple) or not all(
+            isinstance(p, Part) for p in self.parts
+        ):
+            raise TypeError(f"parts must be a list of Part (built with check), got {self.parts!r}")
+        if not isinstance(self.figures, dict):
+            raise TypeError(f"figures must be a dict of name -> Figure, got {self.figures!r}")
 
     def verdict(self) -> dict[str, Any]:
         if not self.parts:

@@ -22,6 +22,7 @@ __all__ = [
     "atomic_write_text",
     "git_commit",
     "jsonable",
+    "inspect_result",
     "read_result",
     "save_figure",
     "write_report",
@@ -29,16 +30,27 @@ __all__ = [
 ]
 
 
+def _user_file_mode() -> int:
+    """``0o666`` less the process umask: the mode ``open()`` would give a new file."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Writes ``text`` to ``path`` through a temporary file and a rename (never half-written)."""
+    """Writes ``text`` to ``path`` through a temporary file and a rename (never half-written).
+
+    The file gets the user's normal mode (``0o666`` less the umask), not ``mkstemp``'s 0600.
+    """
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _user_file_mode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -100,6 +112,7 @@ def save_figure(fig: Any, path: str | os.PathLike) -> None:
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+        os.chmod(tmp, _user_file_mode())
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -116,13 +129,34 @@ def write_result(out_dir: str | os.PathLike, record: dict[str, Any]) -> pathlib.
     return path
 
 
-def read_result(out_dir: str | os.PathLike, name: str) -> dict[str, Any] | None:
-    """The stored result of ``name`` under ``out_dir``, or None when absent or unreadable."""
+def inspect_result(out_dir: str | os.PathLike, name: str) -> tuple[dict[str, Any] | None, str]:
+    """The stored result of ``name`` and ``""``, or ``None`` and why it cannot be used.
+
+    A file that is missing, truncated, not UTF-8, not a JSON object, or whose ``verdict`` is not
+    an object with a string ``status`` is unusable: the caller reruns the experiment.
+    """
     path = pathlib.Path(out_dir) / name / "result.json"
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
+        record = json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        return None, "no stored result"
+    except OSError as e:
+        return None, f"{path} cannot be read ({e.strerror or e})"
+    except UnicodeDecodeError:
+        return None, f"{path} is not UTF-8 text"
+    except json.JSONDecodeError as e:
+        return None, f"{path} is not valid JSON ({e.msg} at line {e.lineno})"
+    if not isinstance(record, dict):
+        return None, f"{path} holds a JSON {type(record).__name__}, not an object"
+    verdict = record.get("verdict")
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("status"), str):
+        return None, f"{path} has no verdict object with a status"
+    return record, ""
+
+
+def read_result(out_dir: str | os.PathLike, name: str) -> dict[str, Any] | None:
+    """The stored result of ``name`` under ``out_dir``, or None when absent or unusable."""
+    return inspect_result(out_dir, name)[0]
 
 
 def _cell(text: Any) -> str:

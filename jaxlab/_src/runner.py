@@ -19,8 +19,24 @@ import jax
 from jaxlab._src import experiments as registry
 from jaxlab._src import results
 from jaxlab._src.experiments import Experiment
+from jaxlab._src.validation import check_int
 
-__all__ = ["RichProgress", "check_output_dir", "run_experiment", "reproduce"]
+__all__ = [
+    "MAX_SEED",
+    "RichProgress",
+    "check_output_dir",
+    "check_seed",
+    "run_experiment",
+    "reproduce",
+]
+
+# jax.random.key takes a 32-bit seed when x64 is off: 2**32 would silently run as seed 0.
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(seed) -> int:
+    """An experiment seed: an int in ``[0, 2**32 - 1]`` (``ValueError``/``TypeError`` otherwise)."""
+    return check_int(seed, "seed", minimum=0, maximum=MAX_SEED)
 
 
 class RichProgress:
@@ -77,6 +93,7 @@ def run_experiment(
     """
     from jaxlab import __version__
 
+    seed = check_seed(seed)
     name = experiment.name
     config = experiment.make_config(profile)
     exp_dir = pathlib.Path(out_dir) / name
@@ -156,6 +173,7 @@ def reproduce(
         TimeElapsedColumn,
     )
 
+    seed = check_seed(seed)
     console = console or Console(stderr=True)
     records: list[dict[str, Any]] = []
     columns = (
@@ -169,11 +187,13 @@ def reproduce(
             overall = bar.add_task("experiments", total=len(experiments))
             for experiment in experiments:
                 name = experiment.name
-                stored = results.read_result(out_dir, name)
+                stored, problem = results.inspect_result(out_dir, name) if resume else (None, "")
                 if resume and _is_current(stored, experiment, profile):
                     records.append(stored)
                     bar.console.log(f"{name}: kept stored {profile} result (--resume)")
                 else:
+                    if resume and stored is None and problem != "no stored result":
+                        bar.console.log(f"{name}: stored result unusable ({problem}); rerunning")
                     bar.update(overall, description=f"experiments: {name}")
                     record = run_experiment(
                         experiment,

@@ -3,9 +3,10 @@
 A solver is a dataclass with ``init_state(init_params, *args) -> State``,
 ``update(params, state, *args) -> OptStep``, ``optimality_fun(params, *args)`` (a pytree that is
 zero at a solution) and ``run(init_params, *args) -> OptStep``, which loops ``update`` inside
-``jax.lax.while_loop`` until ``state.error <= tol`` or ``maxiter`` (or, with ``unroll=True``,
-inside a ``jax.lax.scan`` of exactly ``maxiter`` steps, differentiable by unrolling). States are
-NamedTuples carrying ``iter_num`` and ``error``.
+``jax.lax.while_loop`` until ``state.error <= tol``, ``maxiter`` or a non-finite iterate (or, with
+``unroll=True``, inside a ``jax.lax.scan`` of exactly ``maxiter`` steps, differentiable by
+unrolling). States are NamedTuples carrying ``iter_num`` and ``error``, and, for jaxlab's solvers,
+an int32 ``status`` (a :class:`SolverStatus` code) that tells apart why the loop stopped.
 
 With ``implicit_diff=True`` the solution returned by ``run`` is differentiated by the implicit
 function theorem applied to ``optimality_fun`` F: the derivative of z*(θ) solves
@@ -26,6 +27,7 @@ first, without defaults) as plain dataclass fields and writes no ``__init__``.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -33,12 +35,19 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from jaxlab._src.validation import check_bool, check_int, check_nonnegative
+from jaxlab._src.validation import (
+    check_bool,
+    check_floating_tree,
+    check_int,
+    check_nonnegative,
+    check_tree_like,
+)
 
 __all__ = [
     "DENSE_SOLVE_MAX_SIZE",
     "IterativeSolver",
     "OptStep",
+    "SolverStatus",
     "cg_tangent_solve",
     "default_tangent_solve",
     "dense_tangent_solve",
@@ -50,6 +59,50 @@ __all__ = [
 #: products plus an O(n³) factorisation and n² memory; for n <= 1000 that is at most a few
 #: milliseconds and 8 MB (float64) and exact, above it matrix-free Krylov steps are cheaper.
 DENSE_SOLVE_MAX_SIZE = 1000
+
+
+class SolverStatus(enum.IntEnum):
+    """Why a solver's loop stopped: the codes of the int32 ``state.status`` field.
+
+    ``update`` sets the status of the state it returns, so a hand-written ``update`` loop reads
+    the same codes as ``run``, which loops while the status is ``RUNNING``:
+
+    - ``RUNNING`` (0): neither converged nor stopped (also the status of ``init_state``).
+    - ``CONVERGED`` (1): ``state.error <= tol``.
+    - ``MAXITER`` (2): ``maxiter`` updates done without converging.
+    - ``NONFINITE`` (3): the iterate (a params leaf) or ``state.error`` is NaN or infinite (an
+      infinite error counts only where the solver documents it as meaningful, e.g. Hom-PGD's
+      "not feasible yet"). The returned params and state are the non-finite ones, as produced
+      (nothing is clamped), so the step that broke is visible.
+    - ``BAD_BATCH_SIZE`` (4): a traced ``batch_schedule`` returned a size outside
+      ``[1, 2^31 - 1]`` (the stochastic VI solvers): that step is not taken, params and state are
+      those before it.
+
+    Codes are ordered: every code ``>= NONFINITE`` is a failure. ``NONFINITE`` takes precedence
+    over ``CONVERGED`` and ``MAXITER``, and a failure reported by ``update`` over the others.
+
+    Examples:
+      >>> SolverStatus(2).name
+      'MAXITER'
+      >>> int(SolverStatus.CONVERGED)
+      1
+    """
+
+    RUNNING = 0
+    CONVERGED = 1
+    MAXITER = 2
+    NONFINITE = 3
+    BAD_BATCH_SIZE = 4
+
+
+def _tree_all_finite(tree: Any) -> jax.Array:
+    """Whether every floating leaf of ``tree`` is finite (integer and key leaves always are)."""
+    finite = jnp.asarray(True)
+    for leaf in jax.tree.leaves(tree):
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and jnp.issubdtype(dtype, jnp.inexact):
+            finite = finite & jnp.all(jnp.isfinite(leaf))
+    return finite
 
 
 class OptStep(NamedTuple):
@@ -78,6 +131,21 @@ def tree_l2_norm(tree: Any) -> jax.Array:
     return jnp.sqrt(sum(jnp.sum(jnp.abs(x) ** 2) for x in leaves))
 
 
+def _check_linear_system(linear_fn, rhs, *, tol=0.0, atol=0.0, maxiter=None) -> None:
+    """Eager checks of a tangent solve's arguments (shapes only: works on traced ``rhs``)."""
+    if not callable(linear_fn):
+        raise TypeError(
+            f"linear_fn must be callable as linear_fn(x) -> like rhs, got {linear_fn!r}"
+        )
+    check_floating_tree(rhs, "rhs")
+    check_nonnegative(tol, "tol")
+    check_nonnegative(atol, "atol")
+    if maxiter is not None:
+        check_int(maxiter, "maxiter", minimum=1)
+    out = jax.eval_shape(linear_fn, rhs)
+    check_tree_like(out, rhs, "linear_fn(rhs)", "rhs")
+
+
 def dense_tangent_solve(linear_fn, rhs):
     """Solves ``linear_fn(x) = rhs`` for a pytree ``x`` through the dense Jacobian (small problems).
 
@@ -86,6 +154,7 @@ def dense_tangent_solve(linear_fn, rhs):
       >>> x.tolist()
       [2.0, 3.0]
     """
+    _check_linear_system(linear_fn, rhs)
     flat_rhs, unravel = ravel_pytree(rhs)
 
     def flat_fn(v):
@@ -118,6 +187,8 @@ def gmres_tangent_solve(linear_fn, rhs, *, tol=1e-6, atol=0.0, restart=20, maxit
       >>> [round(v, 4) for v in x.tolist()]
       [1.0, 2.0]
     """
+    _check_linear_system(linear_fn, rhs, tol=tol, atol=atol, maxiter=maxiter)
+    check_int(restart, "restart", minimum=1)
     x, _ = jax.scipy.sparse.linalg.gmres(
         linear_fn, rhs, tol=tol, atol=atol, restart=restart, maxiter=maxiter
     )
@@ -143,6 +214,7 @@ def cg_tangent_solve(linear_fn, rhs, *, tol=1e-6, atol=0.0, maxiter=None):
       >>> [round(v, 4) for v in x.tolist()]
       [1.0, 2.0]
     """
+    _check_linear_system(linear_fn, rhs, tol=tol, atol=atol, maxiter=maxiter)
     x, _ = jax.scipy.sparse.linalg.cg(linear_fn, rhs, tol=tol, atol=atol, maxiter=maxiter)
     return x
 
@@ -158,6 +230,7 @@ def default_tangent_solve(linear_fn, rhs):
       >>> x["a"].tolist()
       [2.0, 3.0]
     """
+    _check_linear_system(linear_fn, rhs)
     if _tree_size(rhs) <= DENSE_SOLVE_MAX_SIZE:
         return dense_tangent_solve(linear_fn, rhs)
     return gmres_tangent_solve(linear_fn, rhs)
@@ -173,7 +246,7 @@ class IterativeSolver:
 
     Attributes:
       maxiter: maximum number of ``update`` calls (static).
-      tol: stop when ``state.error <= tol``.
+      tol: stop when ``state.error <= tol`` (finite, ``>= 0``).
       implicit_diff: differentiate ``run``'s solution through ``jax.lax.custom_root``.
       unroll: loop with ``lax.scan`` over exactly ``maxiter`` steps instead of ``while_loop``
         (early stopping is then done by freezing the iterate once ``error <= tol``).
@@ -183,6 +256,14 @@ class IterativeSolver:
         pytree). None: :func:`default_tangent_solve` (dense up to ``DENSE_SOLVE_MAX_SIZE``
         unknowns, matrix-free GMRES above); or e.g. ``functools.partial(gmres_tangent_solve,
         tol=1e-8)``, :func:`cg_tangent_solve` (symmetric positive definite ∂₁F only).
+
+    Stopping: ``run`` loops while the :class:`SolverStatus` of the last update is ``RUNNING``
+    (the first update always runs): it stops on ``error <= tol`` (``CONVERGED``), after
+    ``maxiter`` updates (``MAXITER``), or as soon as the iterate or the error is not finite
+    (``NONFINITE``; a NaN error used to read as converged). A state with a ``status`` field
+    receives the code; a state without one (as in the example) stops the same way, and the
+    user reads ``error``/``iter_num``. Subclasses set the status in ``update`` with
+    ``self._with_status(params, state)``.
 
     Examples:
       >>> import dataclasses
@@ -238,31 +319,68 @@ class IterativeSolver:
         raise TypeError(f"{type(self).__name__} does not define optimality_fun")
 
     # -- shared --------------------------------------------------------------------------
+    def _nonfinite(self, params, state) -> jax.Array:
+        """Whether the iterate failed: a non-finite params leaf or a NaN error (overridable)."""
+        return jnp.isnan(jnp.asarray(state.error)) | ~_tree_all_finite(params)
+
+    def _step_status(self, params, state) -> jax.Array:
+        """The :class:`SolverStatus` code (int32) of the state an ``update`` returned."""
+        error = jnp.asarray(state.error)
+        status = jnp.where(
+            error <= self.tol,
+            jnp.int32(SolverStatus.CONVERGED),
+            jnp.where(
+                state.iter_num >= self.maxiter,
+                jnp.int32(SolverStatus.MAXITER),
+                jnp.int32(SolverStatus.RUNNING),
+            ),
+        )
+        status = jnp.where(
+            self._nonfinite(params, state), jnp.int32(SolverStatus.NONFINITE), status
+        )
+        reported = getattr(state, "status", None)
+        if reported is not None:  # a failure the update itself reported wins
+            status = jnp.where(reported >= SolverStatus.NONFINITE, reported, status)
+        return status.astype(jnp.int32)
+
+    def _with_status(self, params, state):
+        """``state`` with its ``status`` field set from the step (states without one: as is)."""
+        if "status" not in getattr(state, "_fields", ()):
+            return state
+        return state._replace(status=self._step_status(params, state))
+
     def _loop(self, init_params, *args, **kwargs) -> OptStep:
         state = self.init_state(init_params, *args, **kwargs)
-        tol = self.tol
+        running = jnp.int32(SolverStatus.RUNNING)
+
+        def step(params, state):
+            new_params, new_state = self.update(params, state, *args, **kwargs)
+            status = self._step_status(new_params, new_state)
+            if "status" in getattr(new_state, "_fields", ()):
+                new_state = new_state._replace(status=status)
+            return new_params, new_state, status
 
         if self.unroll:
 
             def body(carry, _):
-                params, state = carry
-                new_params, new_state = self.update(params, state, *args, **kwargs)
-                done = (state.iter_num > 0) & (state.error <= tol)
+                params, state, status = carry
+                new = step(params, state)
+                done = status != running  # frozen once stopped (converged, maxiter, failed)
                 keep = lambda old, new: jax.tree.map(lambda o, n: jnp.where(done, o, n), old, new)
-                return (keep(params, new_params), keep(state, new_state)), None
+                return keep((params, state, status), new), None
 
-            (params, state), _ = jax.lax.scan(body, (init_params, state), None, self.maxiter)
+            (params, state, _), _ = jax.lax.scan(
+                body, (init_params, state, running), None, self.maxiter
+            )
             return OptStep(params, state)
 
         def cond(carry):
-            _, state = carry
-            first = state.iter_num == 0
-            return first | ((state.iter_num < self.maxiter) & (state.error > tol))
+            return carry[2] == running
 
         def body(carry):
-            return tuple(self.update(*carry, *args, **kwargs))
+            return step(carry[0], carry[1])
 
-        params, state = jax.lax.while_loop(cond, body, (init_params, state))
+        params, state, _ = jax.lax.while_loop(cond, body, (init_params, state, running))
         return OptStep(params, state)
 
     def run(self, init_params, *args, **kwargs) -> OptStep:

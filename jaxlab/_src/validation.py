@@ -32,10 +32,16 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
+    "check_array",
+    "check_axis_bound",
     "check_axis_name",
     "check_bool",
+    "check_floating_tree",
     "check_in_range",
+    "check_indices",
     "check_int",
+    "check_key",
+    "check_last_axis",
     "check_learning_rate",
     "check_nonnegative",
     "check_positive",
@@ -44,7 +50,11 @@ __all__ = [
     "check_real",
     "check_real_array",
     "check_seed",
+    "check_traceable_int",
+    "check_tree_like",
     "concrete_float",
+    "count_nonfinite",
+    "nonfinite_count_init",
     "is_concrete",
 ]
 
@@ -322,6 +332,38 @@ def check_axis_name(value: Any, name: str = "axis_name") -> None:
     )
 
 
+def check_axis_bound(axis_name: Any, name: str = "axis_name") -> None:
+    """Checks that the mapped axis ``axis_name`` (or each of a tuple) is bound where this runs.
+
+    Collectives (``pmean``, ``psum``, ``axis_index``) over an axis name need a surrounding
+    ``jax.vmap(..., axis_name=...)`` or ``jax.shard_map`` over a mesh with that axis; outside one
+    JAX raises a bare ``NameError``. Call this at trace time, before the first collective.
+    ``None`` (no mapped axis) passes.
+
+    Examples:
+      >>> check_axis_bound(None)
+      >>> jax.vmap(lambda x: check_axis_bound("workers") or x, axis_name="workers")(jnp.ones(2))
+      Array([1., 1.], dtype=float32)
+      >>> check_axis_bound("workers")  # doctest: +ELLIPSIS
+      Traceback (most recent call last):
+      ...
+      ValueError: axis_name 'workers' is not bound here: run this inside jax.vmap(..., \
+axis_name='workers') or jax.shard_map over a mesh with that axis, or pass axis_name=None ...
+    """
+    if axis_name is None:
+        return
+    check_axis_name(axis_name, name)
+    for axis in (axis_name,) if isinstance(axis_name, str) else axis_name:
+        try:
+            jax.lax.axis_size(axis)
+        except NameError as err:
+            raise ValueError(
+                f"{name} {axis!r} is not bound here: run this inside jax.vmap(..., "
+                f"axis_name={axis!r}) or jax.shard_map over a mesh with that axis, or pass "
+                f"{name}=None for a single, unmapped run"
+            ) from err
+
+
 def check_real_array(
     value: Any,
     name: str,
@@ -373,3 +415,255 @@ def check_real_array(
             f"{' entrywise' if array.ndim else ''}, got {shown}"
         )
     return array
+
+
+def _leaf_dtype(leaf: Any):
+    return getattr(leaf, "dtype", None) or np.asarray(leaf).dtype
+
+
+def check_floating_tree(tree: Any, name: str = "params") -> None:
+    """Every leaf of ``tree`` is a floating-point array (a traced or abstract leaf included).
+
+    Integer or bool params would silently truncate buffers built like them (an error-feedback
+    residual of 0.5 stored as 0), so transforms check this in ``init``.
+
+    Examples:
+      >>> check_floating_tree({"w": jnp.zeros(3)})
+      >>> check_floating_tree({"w": jnp.zeros(3, jnp.int32)})
+      Traceback (most recent call last):
+      ...
+      TypeError: params['w'] must have a floating dtype, got int32
+    """
+    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        dtype = _leaf_dtype(leaf)
+        if not jnp.issubdtype(dtype, jnp.floating):
+            raise TypeError(
+                f"{name}{jax.tree_util.keystr(path)} must have a floating dtype, got {dtype}"
+            )
+
+
+def check_tree_like(
+    tree: Any, reference: Any, name: str = "updates", reference_name: str = "the state"
+) -> None:
+    """``tree`` has ``reference``'s structure and, leaf by leaf, its shape and a floating dtype.
+
+    Checked on shapes and dtypes only, so it works on traced leaves too (inside ``jit``) and
+    costs nothing at run time. Messages name the leaf's path.
+
+    Examples:
+      >>> state = {"w": jnp.zeros(5)}
+      >>> check_tree_like({"w": jnp.ones(5)}, state)
+      >>> check_tree_like({"w": jnp.ones((3, 5))}, state)
+      Traceback (most recent call last):
+      ...
+      ValueError: updates['w'] has shape (3, 5), but the state's leaf has shape (5,)
+    """
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    ref_leaves, ref_treedef = jax.tree_util.tree_flatten(reference)
+    if treedef != ref_treedef:
+        raise ValueError(
+            f"{name} must have the same tree structure as {reference_name}: got {treedef}, "
+            f"expected {ref_treedef}"
+        )
+    for (path, leaf), ref in zip(leaves, ref_leaves, strict=True):
+        where = f"{name}{jax.tree_util.keystr(path)}"
+        shape, ref_shape = tuple(np.shape(leaf)), tuple(np.shape(ref))
+        if shape != ref_shape:
+            raise ValueError(
+                f"{where} has shape {shape}, but {reference_name}'s leaf has shape {ref_shape}"
+            )
+        dtype = _leaf_dtype(leaf)
+        if not jnp.issubdtype(dtype, jnp.floating):
+            raise TypeError(f"{where} must have a floating dtype, got {dtype}")
+
+
+def check_key(value: Any, name: str = "rng_key") -> None:
+    """A JAX PRNG key: a typed ``jax.random.key`` or a raw ``uint32[2]`` key (possibly traced).
+
+    Examples:
+      >>> check_key(jax.random.key(0))
+      >>> check_key(None)
+      Traceback (most recent call last):
+      ...
+      TypeError: rng_key must be a JAX PRNG key (jax.random.key(seed)), got NoneType None
+    """
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
+        return
+    if dtype == jnp.uint32 and tuple(np.shape(value))[-1:] == (2,):
+        return
+    raise TypeError(f"{name} must be a JAX PRNG key (jax.random.key(seed)), got {_describe(value)}")
+
+
+def check_traceable_int(
+    value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None
+) -> int | None:
+    """An integer that only enters arithmetic (a frequency, a period): static or traced.
+
+    ``optax.inject_hyperparams`` injects a transform's integer defaults as int32 arrays, traced
+    under ``jit``, so an integer that never sets a shape or a Python loop accepts a traced
+    integer scalar (left unchecked, ``None`` returned). Concrete values (Python/NumPy ints,
+    concrete integer scalar arrays) are range-checked and returned as ``int``. Bools, floats
+    (even ``3.0``), strings and non-scalar arrays are rejected. An integer that sets a shape
+    belongs in :func:`check_int` instead.
+
+    Examples:
+      >>> check_traceable_int(jnp.asarray(10), "precondition_frequency", minimum=1)
+      10
+      >>> jax.jit(lambda f: check_traceable_int(f, "precondition_frequency") or f)(3)
+      Array(3, dtype=int32, weak_type=True)
+      >>> check_traceable_int(0, "precondition_frequency", minimum=1)
+      Traceback (most recent call last):
+      ...
+      ValueError: precondition_frequency must be an int >= 1, got 0
+      >>> check_traceable_int(2.0, "precondition_frequency")
+      Traceback (most recent call last):
+      ...
+      TypeError: precondition_frequency must be an int or an integer scalar array, got float 2.0
+    """
+    if isinstance(value, bool | np.bool_) or not (
+        isinstance(value, numbers.Integral)
+        or (
+            isinstance(value, jax.Array | np.ndarray)
+            and value.ndim == 0
+            and jnp.issubdtype(value.dtype, jnp.integer)
+        )
+    ):
+        raise TypeError(f"{name} must be an int or an integer scalar array, got {_describe(value)}")
+    if not is_concrete(value):
+        return None
+    return check_int(value, name, minimum=minimum, maximum=maximum)
+
+
+def count_nonfinite(counter: Any, tree: Any) -> jax.Array:
+    """``counter + 1`` when any leaf of ``tree`` has a NaN or infinite entry, else ``counter``.
+
+    The status counter of rule 2 (traced values cannot be checked in Python): a transform keeps
+    an int32 ``nonfinite_count`` in its state and advances it with this on every call, so a
+    user can read how many calls received a non-finite gradient (as ``optax.apply_if_finite``
+    counts). It saturates at the int32 maximum instead of wrapping.
+
+    Examples:
+      >>> count_nonfinite(jnp.zeros([], jnp.int32), {"w": jnp.array([1.0, jnp.nan])})
+      Array(1, dtype=int32)
+      >>> count_nonfinite(jnp.ones([], jnp.int32), {"w": jnp.ones(2)})
+      Array(1, dtype=int32)
+    """
+    leaves = jax.tree.leaves(tree)
+    counter = jnp.asarray(counter)
+    if not leaves:
+        return counter
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
+    saturated = counter == jnp.iinfo(counter.dtype).max
+    return jnp.where(finite | saturated, counter, counter + jnp.ones_like(counter))
+
+
+def check_last_axis(x: Any, size: int, name: str, size_name: str | None = None) -> None:
+    """``x`` has at least one axis and a last axis of ``size`` entries.
+
+    Checked on the shape only, so it works on traced arrays too; call it before a matrix
+    product so a mismatch names the argument instead of surfacing as a ``dot_general`` error.
+
+    Examples:
+      >>> check_last_axis(jnp.zeros((4, 3)), 3, "x")
+      >>> check_last_axis(jnp.zeros((4, 2)), 3, "x", "in_features")
+      Traceback (most recent call last):
+      ...
+      ValueError: x must have last axis of size in_features=3, got shape (4, 2)
+    """
+    shape = tuple(np.shape(x))
+    if not shape or shape[-1] != size:
+        what = f"{size_name}={size}" if size_name else f"{size}"
+        raise ValueError(f"{name} must have last axis of size {what}, got shape {shape}")
+
+
+_ARRAY_KINDS = {
+    "floating": ("a floating array", lambda dtype: jnp.issubdtype(dtype, jnp.floating)),
+    "integer": ("an array of integers", lambda dtype: jnp.issubdtype(dtype, jnp.integer)),
+    "real": (
+        "a real (integer or floating) array",
+        lambda dtype: jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.floating),
+    ),
+}
+
+
+def check_array(
+    value: Any, name: str, *, kind: str = "real", ndim: int | None = None, host: bool = False
+) -> Any:
+    """``value`` as an array of ``kind`` (``"floating"``, ``"integer"`` or ``"real"``).
+
+    Strings, ``None`` and objects that do not convert raise a ``TypeError`` naming the argument
+    (not an error from inside ``jnp.asarray``); so do bool and complex dtypes, and integers where
+    floats are meant (a float layer run on integers would cast its weights to integers). With
+    ``ndim``, the number of axes is checked too (``ValueError``). Returns a ``jax.Array``
+    (traced values pass through), or with ``host=True`` a NumPy array (float64 kept, for
+    functions that compute on the host).
+
+    Examples:
+      >>> check_array([1.0, 2.0], "x", kind="floating").dtype
+      dtype('float32')
+      >>> check_array(jnp.zeros(3, jnp.int32), "x", kind="floating")
+      Traceback (most recent call last):
+      ...
+      TypeError: x must be a floating array, got dtype int32
+      >>> check_array("abc", "tokens", kind="integer")
+      Traceback (most recent call last):
+      ...
+      TypeError: tokens must be an array of integers, got str 'abc'
+    """
+    what, accepts = _ARRAY_KINDS[kind]
+    if value is None or isinstance(value, str | bytes):
+        raise TypeError(f"{name} must be {what}, got {_describe(value)}")
+    try:
+        array = np.asarray(value) if host else jnp.asarray(value)
+    except Exception as err:  # ragged lists, objects the array libraries cannot read
+        raise TypeError(f"{name} must be {what}, got {_describe(value)}") from err
+    if not accepts(array.dtype):
+        raise TypeError(f"{name} must be {what}, got dtype {array.dtype}")
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} axes, got shape {array.shape}")
+    return array
+
+
+def check_indices(value: Any, name: str, size: int, size_name: str = "size") -> None:
+    """Integer entries of a concrete ``value`` lie in ``[0, size)`` (tokens, labels, experts).
+
+    A traced value is left unchecked (a negative index would wrap and a too-large one reads
+    NaN or a clamped row, depending on the op): callers document what a traced one does.
+
+    Examples:
+      >>> check_indices(jnp.array([0, 3]), "tokens", 4, "vocab_size")
+      >>> check_indices(jnp.array([-1, 4]), "tokens", 4, "vocab_size")
+      Traceback (most recent call last):
+      ...
+      ValueError: tokens must lie in [0, vocab_size=4), got values in [-1, 4]
+    """
+    if not is_concrete(value):
+        return
+    values = np.asarray(value)
+    if not np.issubdtype(values.dtype, np.integer):
+        raise TypeError(f"{name} must be an array of integers, got dtype {values.dtype}")
+    if values.size == 0:
+        return
+    low, high = int(values.min()), int(values.max())
+    if low < 0 or high >= size:
+        raise ValueError(
+            f"{name} must lie in [0, {size_name}={size}), got values in [{low}, {high}]"
+        )
+
+
+def nonfinite_count_init(tree: Any) -> jax.Array:
+    """The int32 zero that starts a ``nonfinite_count``, typed like ``tree``'s first leaf.
+
+    :func:`count_nonfinite` reduces over the gradient's leaves, so under ``shard_map`` its result
+    varies over the manual axes the leaves vary over; ``zeros_like`` of a params leaf starts the
+    counter with that same type, so the state is a valid scan/while carry.
+
+    Examples:
+      >>> nonfinite_count_init({"w": jnp.ones(3)})
+      Array(0, dtype=int32)
+    """
+    leaves = jax.tree.leaves(tree)
+    if not leaves:
+        return jnp.zeros([], jnp.int32)
+    return jnp.zeros_like(leaves[0], dtype=jnp.int32, shape=())

@@ -48,8 +48,17 @@ __all__ = [
 _SUM_ATOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
 
 
+def _as_array(value: Any, name: str, what: str) -> jax.Array:
+    if value is None or isinstance(value, str | bytes):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    try:
+        return jnp.asarray(value)
+    except TypeError as err:
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}") from err
+
+
 def _check_adjacency(adjacency: Any, name: str = "adjacency") -> jax.Array:
-    adjacency = jnp.asarray(adjacency)
+    adjacency = _as_array(adjacency, name, "a boolean (n, n) array")
     if adjacency.ndim != 2 or adjacency.shape[0] != adjacency.shape[1]:
         raise ValueError(f"{name} must be a square (n, n) matrix, got shape {adjacency.shape}")
     if adjacency.dtype != jnp.bool_:
@@ -122,6 +131,8 @@ def exponential_graph(num_agents: int, *, step: Any = None) -> jax.Array:
       deep training", NeurIPS 2021.
     """
     n = validation.check_int(num_agents, "num_agents", minimum=1)
+    if step is not None:
+        validation.check_seed(step, "step")
     index = jnp.arange(n)
     diff = (index[:, None] - index[None, :]) % n  # i - j: the hop of edge j -> i
     hops = [2**m for m in range(max(1, math.ceil(math.log2(n))))] if n > 1 else [1]
@@ -177,7 +188,9 @@ def time_varying_digraph(
       Ma, Wang, Yao, Zhang, "FAB: A First-Order AB-based Gradient Algorithm for Distributed
       Bilevel Optimization over Time-Varying Directed Graphs", ICML 2026 (arXiv 2605.06328).
     """
+    validation.check_key(rng_key, "rng_key")
     n = validation.check_int(num_agents, "num_agents", minimum=1)
+    validation.check_seed(step, "step")
     validation.check_probability(extra_edge_prob, "extra_edge_prob")
     window = validation.check_int(window, "window", minimum=1)
     index = jnp.arange(n)
@@ -304,9 +317,11 @@ def metropolis_weights(adjacency: Any) -> jax.Array:
 
 
 def _check_stochastic(matrix: Any, axis: int, what: str, name: str, atol: float | None) -> Any:
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string (used in messages), got {type(name).__name__}")
     if atol is not None:
         atol = validation.check_nonnegative(atol, "atol")
-    matrix = jnp.asarray(matrix)
+    matrix = _as_array(matrix, name, "a float (n, n) array")
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
         raise ValueError(f"{name} must be a square (n, n) matrix, got shape {matrix.shape}")
     if not jnp.issubdtype(matrix.dtype, jnp.floating):
@@ -390,6 +405,9 @@ def sample_graph_sequence(
       >>> seq.shape, [int(g.sum()) for g in seq]
       ((3, 8, 8), [16, 16, 16])
     """
+    if not callable(graph_fn):
+        raise TypeError(f"graph_fn must be callable (rng_key, step) -> adjacency, got {graph_fn!r}")
+    validation.check_key(rng_key, "rng_key")
     num_steps = validation.check_int(num_steps, "num_steps", minimum=1)
     steps = jnp.arange(num_steps)
     keys = jax.vmap(lambda k: jax.random.fold_in(rng_key, k))(steps)
@@ -430,6 +448,8 @@ def check_jointly_strongly_connected(adjacencies: Any, window: int) -> None:
       ValueError: the graph sequence is not jointly strongly connected over window=1: the union \
 of steps [1, 2) is not strongly connected
     """
+    if adjacencies is None or isinstance(adjacencies, str | bytes):
+        raise TypeError(f"adjacencies must be a boolean (K, n, n) array, got {adjacencies!r}")
     adjacencies = np.asarray(adjacencies)
     if adjacencies.ndim != 3 or adjacencies.shape[1] != adjacencies.shape[2]:
         raise ValueError(f"adjacencies must have shape (K, n, n), got {adjacencies.shape}")

@@ -10,6 +10,7 @@ with ``jax.shard_map``, and, when the mesh spans several processes (see
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -215,7 +216,23 @@ def run_vmapped(fn: Callable[..., Any], axis_name: str, *args: Any) -> Any:
     if not isinstance(axis_name, str) or not axis_name:
         raise TypeError(f"axis_name must be a non-empty string, got {axis_name!r}")
     _check_worker_args(args, None)
-    return jax.vmap(fn, axis_name=axis_name)(*args)
+    with _unbound_axis_hint(axis_name):
+        return jax.vmap(fn, axis_name=axis_name)(*args)
+
+
+@contextlib.contextmanager
+def _unbound_axis_hint(axis_name: str):
+    """Turns JAX's bare ``NameError`` for a collective over another axis into a clear error."""
+    try:
+        yield
+    except NameError as err:
+        if "axis name" not in str(err):
+            raise
+        raise ValueError(
+            f"fn uses a collective over an axis that is not bound ({err}); the workers' axis is "
+            f"axis_name={axis_name!r}: use that name in fn's collectives (pmean, psum, "
+            "axis_index), or pass the name fn uses as axis_name"
+        ) from err
 
 
 @functools.lru_cache(maxsize=128)
@@ -288,6 +305,8 @@ def run_sharded(fn: Callable[..., Any], mesh: Mesh, axis_name: str, *args: Any) 
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     if not isinstance(mesh, Mesh):
         raise TypeError(f"mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
+    if not isinstance(axis_name, str) or not axis_name:
+        raise TypeError(f"axis_name must be a non-empty string, got {axis_name!r}")
     if axis_name not in mesh.axis_names:
         raise ValueError(f"axis_name {axis_name!r} is not an axis of mesh {mesh.axis_names}")
     _check_worker_args(args, mesh.shape[axis_name])
@@ -295,7 +314,19 @@ def run_sharded(fn: Callable[..., Any], mesh: Mesh, axis_name: str, *args: Any) 
         runner = _sharded_callable(fn, mesh, axis_name)
     except TypeError:  # an unhashable callable: build it uncached
         runner = _sharded_callable.__wrapped__(fn, mesh, axis_name)
-    return runner(*args)
+    try:
+        return runner(*args)
+    except (NameError, AssertionError):
+        # shard_map reports a collective over an axis it does not map with a bare NameError or
+        # an internal AssertionError; re-trace under vmap (cheap, abstract) to tell which.
+        with _unbound_axis_hint(axis_name):
+            jax.eval_shape(
+                jax.vmap(fn, axis_name=axis_name),
+                *jax.tree.map(
+                    lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)), args
+                ),
+            )
+        raise
 
 
 def process_local_to_global(tree: Any, mesh: Mesh, axis_name: str) -> Any:
@@ -348,8 +379,8 @@ def _local_rows(array: Any) -> np.ndarray:
         trailing = zip(index[1:], array.shape[1:], strict=True)
         if any(s != slice(None) and s != slice(0, n) for s, n in trailing):
             raise ValueError(
-                "global_to_process_local needs arrays split only along their leading axis, got "
-                f"sharding {array.sharding}"
+                "global_to_process_local needs the arrays of tree split only along their leading "
+                f"axis, got sharding {array.sharding}"
             )
         start = 0 if len(index) == 0 or index[0].start is None else index[0].start
         blocks.setdefault(start, shard.data)

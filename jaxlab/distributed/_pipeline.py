@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
 import jax
@@ -39,6 +39,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxlab._src import validation
 from jaxlab._src.sharding import mark_varying
 
 __all__ = [
@@ -68,6 +69,16 @@ def mlp_stage(params: dict[str, jax.Array], h: jax.Array) -> jax.Array:
       >>> mlp_stage({"w": jnp.eye(2), "b": jnp.zeros(2)}, jnp.array([[0.0, 1.0]]))
       Array([[0.       , 0.7615942]], dtype=float32)
     """
+    if not isinstance(params, Mapping) or "w" not in params or "b" not in params:
+        raise TypeError(f"params must be a mapping with 'w' and 'b', got {type(params).__name__}")
+    w, b, h_shape = np.shape(params["w"]), np.shape(params["b"]), np.shape(h)
+    if len(w) != 2 or w[0] != w[1] or b != (w[0],):
+        raise ValueError(
+            f"params must hold a square 'w' (d, d) and 'b' (d,), got {w} and {b} (a stage of "
+            "constant width)"
+        )
+    if len(h_shape) != 2 or h_shape[1] != w[0]:
+        raise ValueError(f"h must be (batch, {w[0]}) activations, got shape {h_shape}")
     return jnp.tanh(h @ params["w"] + jnp.expand_dims(params["b"], 0))
 
 
@@ -79,6 +90,10 @@ def squared_error(outputs: jax.Array, targets: jax.Array) -> jax.Array:
       >>> squared_error(jnp.array([[1.0, 2.0]]), jnp.zeros((1, 2)))
       Array(2.5, dtype=float32)
     """
+    if np.shape(outputs) != np.shape(targets):
+        raise ValueError(
+            f"targets must have the outputs' shape {np.shape(outputs)}, got {np.shape(targets)}"
+        )
     return 0.5 * jnp.mean(jnp.sum((outputs - targets) ** 2, axis=-1))
 
 
@@ -164,7 +179,10 @@ def _num_stages(stage_params: Any) -> int:
     return int(sizes.pop())
 
 
-def _check_inputs(stage_params, inputs, targets, mesh, axis_name, min_microbatches):
+def _check_inputs(stage_params, inputs, targets, mesh, axis_name, min_microbatches, tx=None):
+    if tx is not None and not isinstance(tx, optax.GradientTransformation):
+        raise TypeError(f"tx must be an optax.GradientTransformation, got {type(tx).__name__}")
+    validation.check_floating_tree(stage_params, "stage_params")
     if not isinstance(mesh, Mesh):
         raise TypeError(f"mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
     if axis_name not in mesh.axis_names:
@@ -275,7 +293,7 @@ def pipedream_2bw_train(
       Narayanan et al., "Memory-Efficient Pipeline-Parallel DNN Training", ICML 2021
       (arXiv 2006.09503).
     """
-    num_stages = _check_inputs(stage_params, inputs, targets, mesh, axis_name, 1)
+    num_stages = _check_inputs(stage_params, inputs, targets, mesh, axis_name, 1, tx)
     num_minibatches, num_microbatches = np.shape(inputs)[:2]
     if num_microbatches < 2 * (num_stages - 1):
         raise ValueError(
@@ -424,7 +442,7 @@ def gpipe_train(
       Huang et al., "GPipe: Efficient Training of Giant Neural Networks using Pipeline
       Parallelism", NeurIPS 2019 (arXiv 1811.06965).
     """
-    num_stages = _check_inputs(stage_params, inputs, targets, mesh, axis_name, 1)
+    num_stages = _check_inputs(stage_params, inputs, targets, mesh, axis_name, 1, tx)
     S, M = num_stages, int(np.shape(inputs)[1])
     phase = M + S - 1
     backward = _stage_ops(stage_fn, loss_fn)
@@ -601,8 +619,7 @@ def pipeline_schedule(
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     for name, value in (("forward_time", forward_time), ("backward_time", backward_time)):
-        if not isinstance(value, numbers.Real) or not value > 0:
-            raise ValueError(f"{name} must be > 0, got {value!r}")
+        validation.check_positive(value, name)
     p = int(num_stages)
     orders = [_stage_order(kind, s, p, num_microbatches, num_minibatches) for s in range(p)]
     done: dict[tuple[int, int, int, str], float] = {}

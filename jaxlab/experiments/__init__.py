@@ -64,6 +64,13 @@ def _load_all() -> None:
     _LOADED = True
 
 
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str):
+        raise TypeError(
+            f"name must be an experiment name (str), got {type(name).__name__} {name!r}"
+        )
+
+
 def names() -> list[str]:
     """Sorted names of all registered experiments.
 
@@ -82,6 +89,7 @@ def unknown_name_message(name: str) -> str:
       >>> unknown_name_message("mmfdl")
       "unknown experiment 'mmfdl'; did you mean mmfld? (`jaxlab list` shows all)"
     """
+    _check_name(name)
     close = difflib.get_close_matches(name, names(), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return f"unknown experiment {name!r}{hint} (`jaxlab list` shows all)"
@@ -96,6 +104,7 @@ def get(name: str) -> Experiment:
       ...
       KeyError: "unknown experiment 'error-feedbak'; did you mean error-feedback? ..."
     """
+    _check_name(name)
     _load_all()
     if name not in REGISTRY:
         raise KeyError(unknown_name_message(name))
@@ -148,6 +157,10 @@ def reproduce(
       >>> [r["name"] for r in records], os.path.exists(os.path.join(out, "REPORT.md"))
       (['fab-hyperparameter'], True)
     """
+    if selected is not None and (
+        isinstance(selected, str) or not isinstance(selected, list | tuple)
+    ):
+        raise TypeError(f"selected must be a list of experiment names or None, got {selected!r}")
     experiments = [get(name) for name in (selected or names())]
     return _runner.reproduce(
         experiments, profile=profile, seed=seed, out_dir=out_dir, resume=resume, console=console

@@ -29,7 +29,19 @@ import scipy.linalg
 from flax import nnx
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_positive_int
+from jaxlab._src.validation import (
+    check_array,
+    check_bool,
+    check_in_range,
+    check_int,
+    check_key,
+    check_last_axis,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+    check_real,
+    check_real_array,
+)
 
 __all__ = [
     "ActNormLU",
@@ -49,9 +61,11 @@ class Buffer(nnx.Variable):
     """A non-trainable array of a module (masks, permutations, signs, bounds)."""
 
 
-def _check_last_axis(x: jax.Array, size: int, name: str) -> None:
-    if x.ndim < 1 or x.shape[-1] != size:
-        raise ValueError(f"{name} must have last axis of size {size}, got shape {x.shape}")
+def _check_input(x: Any, size: int, name: str) -> jax.Array:
+    """A floating array whose last axis has ``size`` entries (checked before any matmul)."""
+    x = check_array(x, name, kind="floating")
+    check_last_axis(x, size, name)
+    return x
 
 
 def _flatten(x: jax.Array, size: int) -> tuple[jax.Array, tuple[int, ...]]:
@@ -123,14 +137,11 @@ class ConditionalMADE(nnx.Module):
     ):
         n = check_positive_int(num_features, "num_features")
         h = check_positive_int(hidden, "hidden")
-        if isinstance(embed_features, bool) or not isinstance(embed_features, int):
-            raise TypeError(f"embed_features must be an int >= 0, got {embed_features!r}")
-        if embed_features < 0:
-            raise ValueError(f"embed_features must be >= 0, got {embed_features}")
+        embed_features = check_int(embed_features, "embed_features", minimum=0)
         self.num_features = n
         self.hidden = h
         self.embed_features = embed_features
-        self.clamp_log_scale = bool(clamp_log_scale)
+        self.clamp_log_scale = check_bool(clamp_log_scale, "clamp_log_scale")
 
         # MADE degrees: inputs 1..n, outputs 1..n; a hidden unit of degree d sees the inputs with
         # index <= d, and output i sees hidden units of degree < i. Unconditional hidden units
@@ -165,11 +176,19 @@ class ConditionalMADE(nnx.Module):
         else:
             self.film = None
 
+    def _check_embedding(self, embedding: Any) -> jax.Array | None:
+        if not self.embed_features:
+            if embedding is not None:
+                raise ValueError("embedding must be None: this layer has embed_features=0")
+            return None
+        if embedding is None:
+            raise ValueError("embedding is required: this layer has embed_features > 0")
+        embedding = _check_input(embedding, self.embed_features, "embedding")
+        return _flatten(embedding, self.embed_features)[0]
+
     def _shift_and_log_scale(self, v: jax.Array, embedding: jax.Array | None):
         h = self.hidden
         if self.embed_features:
-            if embedding is None:
-                raise ValueError("embedding is required: this layer has embed_features > 0")
             film = self.film(embedding)
             scales = [1.0 + film[:, :h], 1.0 + film[:, 2 * h : 3 * h]]
             shifts = [film[:, h : 2 * h], film[:, 3 * h :]]
@@ -194,10 +213,9 @@ class ConditionalMADE(nnx.Module):
 
         ``max_log_scale = max_i(-alpha_i)`` is the layer's worst-direction log expansion.
         """
-        v = jnp.asarray(v)
-        _check_last_axis(v, self.num_features, "v")
+        v = _check_input(v, self.num_features, "v")
         flat, lead = _flatten(v, self.num_features)
-        emb = None if embedding is None else _flatten(embedding, embedding.shape[-1])[0]
+        emb = self._check_embedding(embedding)
         mu, alpha = self._shift_and_log_scale(flat, emb)
         u = (flat - mu) * jnp.exp(-alpha)
         log_det = -jnp.sum(alpha, axis=-1)
@@ -206,10 +224,9 @@ class ConditionalMADE(nnx.Module):
 
     def inverse(self, u: jax.Array, embedding: jax.Array | None = None) -> jax.Array:
         """The exact inverse, sequential over coordinates (``lax.fori_loop`` of n passes)."""
-        u = jnp.asarray(u)
-        _check_last_axis(u, self.num_features, "u")
+        u = _check_input(u, self.num_features, "u")
         flat, _ = _flatten(u, self.num_features)
-        emb = None if embedding is None else _flatten(embedding, embedding.shape[-1])[0]
+        emb = self._check_embedding(embedding)
 
         def one_pass(_, v):
             mu, alpha = self._shift_and_log_scale(v, emb)
@@ -279,21 +296,22 @@ class ActNormLU(nnx.Module):
     def initialize_from_batch(self, v: ArrayLike) -> None:
         """Data-dependent init: after it the ActNorm output of ``v`` has zero mean, unit std.
 
-        Call once, outside ``jax.jit`` (it writes the parameters).
+        Call once, outside ``jax.jit`` (it writes the parameters). A concrete batch must be
+        finite (a NaN would make every later output NaN); a traced one (as
+        :meth:`InvertibleNet.initialize_from_batch` passes) is not checked.
         """
-        v = jnp.asarray(v)
-        _check_last_axis(v, self.num_features, "v")
+        v = _check_input(v, self.num_features, "v")
         flat, _ = _flatten(v, self.num_features)
         if flat.shape[0] < 2:
             raise ValueError(f"v must hold at least 2 samples, got {flat.shape[0]}")
+        check_real_array(flat, "v")
         self.bias.set_value(jnp.mean(flat, axis=0))
         self.log_scale.set_value(-jnp.log(jnp.std(flat, axis=0) + 1e-6))
         self.initialized = True
 
     def __call__(self, v: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Returns ``(y, log_det, max_log_scale)`` with ``max_log_scale = max_i(s_i + log_S_i)``."""
-        v = jnp.asarray(v)
-        _check_last_axis(v, self.num_features, "v")
+        v = _check_input(v, self.num_features, "v")
         flat, lead = _flatten(v, self.num_features)
         lower, upper = self._factors()
         w = (flat - self.bias[...][None, :]) * jnp.exp(self.log_scale[...])[None, :]
@@ -306,8 +324,7 @@ class ActNormLU(nnx.Module):
 
     def inverse(self, y: jax.Array) -> jax.Array:
         """``v = y U^-1 L^-1 P^T exp(-s) + b`` by two triangular solves."""
-        y = jnp.asarray(y)
-        _check_last_axis(y, self.num_features, "y")
+        y = _check_input(y, self.num_features, "y")
         flat, _ = _flatten(y, self.num_features)
         lower, upper = self._factors()
         solve = jax.scipy.linalg.solve_triangular
@@ -343,13 +360,19 @@ class MLPEncoder(nnx.Module):
     def __init__(
         self, condition_shape: Sequence[int], out_features: int, hidden: int = 64, *, rngs
     ):
-        self.condition_shape = tuple(int(s) for s in condition_shape)
+        if not isinstance(condition_shape, Sequence) or isinstance(condition_shape, str):
+            raise TypeError(
+                f"condition_shape must be a tuple of ints >= 1, got {condition_shape!r}"
+            )
+        self.condition_shape = tuple(
+            check_positive_int(s, "condition_shape entries") for s in condition_shape
+        )
         self.out_features = check_positive_int(out_features, "out_features")
         size = math.prod(self.condition_shape)
         self.mlp = _MLP([size, check_positive_int(hidden, "hidden"), out_features], rngs=rngs)
 
     def __call__(self, condition: jax.Array) -> jax.Array:
-        condition = jnp.asarray(condition)
+        condition = check_array(condition, "condition")
         k = len(self.condition_shape)
         if condition.shape[condition.ndim - k :] != self.condition_shape:
             raise ValueError(
@@ -392,7 +415,7 @@ class DeepSetsEncoder(nnx.Module):
         self.rho = _MLP([h, h, out_features], rngs=rngs)
 
     def __call__(self, condition: jax.Array) -> jax.Array:
-        condition = jnp.asarray(condition)
+        condition = check_array(condition, "condition")
         if condition.ndim < 2 or condition.shape[-1] != self.element_features:
             raise ValueError(
                 f"condition must have shape (..., m, {self.element_features}), "
@@ -439,7 +462,7 @@ class QuadMixerEncoder(nnx.Module):
         self.rho = _MLP([h, h, out_features], rngs=rngs)
 
     def __call__(self, condition: jax.Array) -> jax.Array:
-        condition = jnp.asarray(condition)
+        condition = check_array(condition, "condition")
         n = self.num_features
         if condition.ndim < 2 or condition.shape[-1] != n * n + n + 1:
             raise ValueError(
@@ -524,8 +547,15 @@ class InvertibleNet(nnx.Module):
             self.lower_bound = None
             self.upper_bound = None
         else:
-            if len(bounds) != 2:
+            if isinstance(bounds, str) or not hasattr(bounds, "__len__") or len(bounds) != 2:
                 raise ValueError(f"bounds must be a pair (lb, ub), got {bounds!r}")
+            for side, bound in zip(("lb", "ub"), bounds, strict=True):
+                values = check_real_array(bound, f"bounds ({side})")
+                if values.ndim > 1 or values.size not in (1, n):
+                    raise ValueError(
+                        f"bounds ({side}) must be a scalar or have shape ({n},), got shape "
+                        f"{values.shape}"
+                    )
             lb = jnp.broadcast_to(jnp.asarray(bounds[0], jnp.float32), (n,))
             ub = jnp.broadcast_to(jnp.asarray(bounds[1], jnp.float32), (n,))
             if not bool(jnp.all(ub > lb)):
@@ -540,17 +570,21 @@ class InvertibleNet(nnx.Module):
             return None
         if condition is None:
             raise ValueError("condition is required: this network has a condition_encoder")
-        embedding = self.condition_encoder(jnp.asarray(condition))
+        embedding = self.condition_encoder(check_array(condition, "condition"))
         if embedding.shape[:-1] != lead:
-            embedding = jnp.broadcast_to(embedding, lead + embedding.shape[-1:])
+            target = lead + embedding.shape[-1:]
+            try:
+                np.broadcast_shapes(embedding.shape, target)
+            except ValueError:
+                raise ValueError(
+                    f"condition's leading axes {embedding.shape[:-1]} must equal or broadcast to "
+                    f"the latents' {lead}"
+                ) from None
+            embedding = jnp.broadcast_to(embedding, target)
         return embedding
 
     def _check_z(self, z: ArrayLike, name: str) -> jax.Array:
-        z = jnp.asarray(z)
-        if not jnp.issubdtype(z.dtype, jnp.floating):
-            raise TypeError(f"{name} must be a floating array, got dtype {z.dtype}")
-        _check_last_axis(z, self.num_features, name)
-        return z
+        return _check_input(z, self.num_features, name)
 
     def __call__(
         self, z: ArrayLike, condition: ArrayLike | None = None
@@ -641,6 +675,7 @@ def sample_latents(rng_key: jax.Array, num_samples: int, num_features: int) -> j
     References:
       C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (latent sampling of the public code).
     """
+    check_key(rng_key)
     num_samples = check_positive_int(num_samples, "num_samples")
     n = check_positive_int(num_features, "num_features")
     if n > 2:
@@ -701,7 +736,17 @@ def homeomorphism_loss(
     References:
       C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (training loss; weights of the code).
     """
-    latents = jnp.asarray(latents)
+    if not isinstance(model, InvertibleNet):
+        raise TypeError(f"model must be an InvertibleNet, got {type(model).__name__}")
+    if not callable(constraint_fn):
+        raise TypeError(f"constraint_fn must be callable, got {type(constraint_fn).__name__}")
+    for name, weight in (
+        ("penalty_weight", penalty_weight),
+        ("distortion_weight", distortion_weight),
+        ("lipschitz_weight", lipschitz_weight),
+    ):
+        check_nonnegative(weight, name)  # traced weights (a sweep under vmap) pass unchecked
+    latents = check_array(latents, "latents", kind="floating")
     if latents.ndim != 2:
         raise ValueError(f"latents must have shape (B, n), got {latents.shape}")
     x, log_det, scales = model(latents, conditions)
@@ -800,7 +845,14 @@ def train_homeomorphism(
       progress: optional object with ``track(iterable, total=, description=)``.
 
     Returns:
-      A :class:`HomeomorphismTraining` (EMA model, last model, history).
+      A :class:`HomeomorphismTraining` (EMA model, last model, history). A non-finite loss (a
+      ``constraint_fn`` that returns NaN, a diverging learning rate) is not masked: it shows in
+      ``history["loss"]``, so check ``np.isfinite(history["loss"]).all()``.
+
+    Raises:
+      TypeError: a non-callable ``constraint_fn``, a bad ``rng_key``, non-floating latents,
+        strings or ``None`` where a number is meant.
+      ValueError: latents of the wrong shape or non-finite, numbers outside their range.
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -822,17 +874,28 @@ def train_homeomorphism(
     batch_size = check_positive_int(batch_size, "batch_size")
     decay_every = check_positive_int(decay_every, "decay_every")
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    latents = jnp.asarray(latents)
+    if not isinstance(model, InvertibleNet):
+        raise TypeError(f"model must be an InvertibleNet, got {type(model).__name__}")
+    if not callable(constraint_fn):
+        raise TypeError(f"constraint_fn must be callable, got {type(constraint_fn).__name__}")
+    if sample_conditions is not None and not callable(sample_conditions):
+        raise TypeError(f"sample_conditions must be None or callable, got {sample_conditions!r}")
+    check_key(rng_key)
+    latents = check_array(latents, "latents", kind="floating")
     if latents.ndim != 2 or latents.shape[-1] != model.num_features:
         raise ValueError(f"latents must have shape (N, {model.num_features}), got {latents.shape}")
-    if not learning_rate > 0:
-        raise ValueError(f"learning_rate must be > 0, got {learning_rate}")
-    if not weight_decay >= 0:
-        raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
-    if not 0 < decay_rate <= 1:
-        raise ValueError(f"decay_rate must be in (0, 1], got {decay_rate}")
-    if not 0 <= ema_decay < 1:
-        raise ValueError(f"ema_decay must be in [0, 1), got {ema_decay}")
+    check_real_array(latents, "latents")  # a NaN latent would make every step's loss NaN
+    check_positive(learning_rate, "learning_rate")
+    check_nonnegative(weight_decay, "weight_decay")
+    check_real(decay_rate, "decay_rate", minimum=0.0, include_minimum=False, maximum=1.0)
+    check_in_range(ema_decay, "ema_decay", 0.0, 1.0)
+    for name, weight in (
+        ("penalty_weight", penalty_weight),
+        ("distortion_weight", distortion_weight),
+        ("lipschitz_weight", lipschitz_weight),
+    ):
+        check_nonnegative(weight, name)
+    initialize = check_bool(initialize, "initialize")
     conditional = model.condition_encoder is not None
     if conditional != (sample_conditions is not None):
         raise ValueError(

@@ -47,6 +47,7 @@ def markov_language(
     branching = check_int(branching, "branching", minimum=1, maximum=vocab_size)
     num_tokens = check_int(num_tokens, "num_tokens", minimum=3)
     check_seed(seed)
+    seed = check_int(seed, "seed", minimum=0)  # numpy's generator takes seeds >= 0
     rng = np.random.default_rng(seed)
     contexts = vocab_size * vocab_size
     candidates = np.stack(

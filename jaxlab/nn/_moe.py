@@ -36,7 +36,16 @@ import jax.numpy as jnp
 from flax import nnx
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_int, check_positive, check_positive_int
+from jaxlab._src.validation import (
+    check_array,
+    check_indices,
+    check_int,
+    check_key,
+    check_last_axis,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+)
 
 __all__ = [
     "GATES",
@@ -57,7 +66,7 @@ def _check_top_k(top_k: Any, num_experts: int) -> int:
 
 
 def _check_gate(gate: Any) -> str:
-    if gate not in GATES:
+    if not isinstance(gate, str) or gate not in GATES:
         raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
     return gate
 
@@ -71,9 +80,14 @@ def _check_capacity_factor(capacity_factor: Any) -> float | None:
     return number
 
 
-def _check_last_axis(x: jax.Array, size: int, name: str) -> None:
-    if x.ndim < 1 or x.shape[-1] != size:
-        raise ValueError(f"{name} must have last axis of size {size}, got shape {x.shape}")
+def _check_input(x: Any, size: int, rng_key: Any) -> jax.Array:
+    # Floating tokens only: an integer input would cast the weights to integers (and return
+    # zeros); the last axis is checked before any matmul so a mismatch names ``x``.
+    x = check_array(x, "x", kind="floating")
+    check_last_axis(x, size, "x")
+    if rng_key is not None:
+        check_key(rng_key)
+    return x
 
 
 class RouterOutput(NamedTuple):
@@ -167,8 +181,11 @@ def load_balancing_loss(router_probs: ArrayLike, dispatch_mask: ArrayLike, top_k
     References:
       W. Fedus, B. Zoph, N. Shazeer, "Switch Transformers", JMLR 2022, eq. (4).
     """
-    router_probs = jnp.asarray(router_probs)
-    dispatch_mask = jnp.asarray(dispatch_mask)
+    router_probs = check_array(router_probs, "router_probs")
+    if getattr(dispatch_mask, "dtype", None) == jnp.bool_:
+        dispatch_mask = jnp.asarray(dispatch_mask)
+    else:  # 0/1 numbers
+        dispatch_mask = check_array(dispatch_mask, "dispatch_mask")
     if router_probs.ndim < 1 or router_probs.shape != dispatch_mask.shape:
         raise ValueError(
             "router_probs and dispatch_mask must have the same shape [..., M], got "
@@ -238,18 +255,16 @@ class TopKRouter(nnx.Module):
         self.num_experts = check_positive_int(num_experts, "num_experts")
         self.top_k = _check_top_k(top_k, self.num_experts)
         self.gate = _check_gate(gate)
-        if not (isinstance(init_std, (int, float)) and init_std >= 0):
-            raise ValueError(f"init_std must be a number >= 0, got {init_std!r}")
-        if not (isinstance(tie_break_noise, (int, float)) and tie_break_noise >= 0):
-            raise ValueError(f"tie_break_noise must be a number >= 0, got {tie_break_noise!r}")
-        self.tie_break_noise = float(tie_break_noise)
+        init_std = check_nonnegative(init_std, "init_std")
+        self.tie_break_noise = check_nonnegative(tie_break_noise, "tie_break_noise")
+        if init_std is None or self.tie_break_noise is None:
+            raise TypeError("init_std and tie_break_noise must be concrete numbers")
         self.kernel = nnx.Param(
             init_std * jax.random.normal(rngs.params(), (self.in_features, self.num_experts))
         )
 
     def __call__(self, x: ArrayLike, *, rng_key: jax.Array | None = None) -> RouterOutput:
-        x = jnp.asarray(x)
-        _check_last_axis(x, self.in_features, "x")
+        x = _check_input(x, self.in_features, rng_key)
         # Routing in at least float32 (bf16 logits make near-ties and gates coarse).
         dtype = jnp.promote_types(jnp.promote_types(x.dtype, self.kernel.dtype), jnp.float32)
         logits = jnp.matmul(x.astype(dtype), self.kernel[...].astype(dtype))
@@ -286,6 +301,12 @@ def capacity_keep_mask(expert_index: jax.Array, num_experts: int, capacity: int)
     Returns:
       ``[N, M]`` bool mask of the kept assignments.
 
+    Raises:
+      TypeError: non-integer ``expert_index``; a ``capacity`` that is not an int.
+      ValueError: ``expert_index`` not 2-D, or (when concrete) an index outside
+        ``[0, num_experts)``; a negative ``capacity``. A traced out-of-range index is not
+        checked: its one-hot row is zero, so that assignment is never kept.
+
     Examples:
       >>> import jax.numpy as jnp
       >>> # three tokens all choose expert 0 first, then expert 1; one slot per expert
@@ -296,6 +317,11 @@ def capacity_keep_mask(expert_index: jax.Array, num_experts: int, capacity: int)
       Lepikhin et al., "GShard: Scaling Giant Models with Conditional Computation and Automatic
       Sharding", ICLR 2021 (the priority order).
     """
+    num_experts = check_positive_int(num_experts, "num_experts")
+    expert_index = check_array(expert_index, "expert_index", kind="integer", ndim=2)
+    check_indices(expert_index, "expert_index", num_experts, "num_experts")
+    if not isinstance(capacity, jax.core.Tracer):
+        capacity = check_int(capacity, "capacity", minimum=0)
     num_tokens, top_k = expert_index.shape
     one_hot = jax.nn.one_hot(expert_index.T, num_experts, dtype=jnp.int32)  # [K, N, M]
     flat = jnp.reshape(one_hot, (top_k * num_tokens, num_experts))
@@ -339,7 +365,9 @@ class MixtureOfExperts(nnx.Module):
 
     Call:
       ``moe(x[..., d], *, rng_key=None) -> (y[..., d], MoEStats)``; ``rng_key`` only enables
-      the router's 1e-6 tie-breaking noise.
+      the router's 1e-6 tie-breaking noise. ``x`` must be floating (an integer input would run
+      the experts in integer arithmetic): a ``TypeError`` names it, and a last axis other than
+      ``d`` is a ``ValueError`` raised before any matmul.
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -383,6 +411,7 @@ class MixtureOfExperts(nnx.Module):
         if not callable(activation):
             raise TypeError(f"activation must be callable, got {activation!r}")
         self.activation = activation
+        check_nonnegative(router_init_std, "router_init_std")
         self.router = TopKRouter(
             self.in_features,
             self.num_experts,
@@ -413,8 +442,7 @@ class MixtureOfExperts(nnx.Module):
     def __call__(
         self, x: ArrayLike, *, rng_key: jax.Array | None = None
     ) -> tuple[jax.Array, MoEStats]:
-        x = jnp.asarray(x)
-        _check_last_axis(x, self.in_features, "x")
+        x = _check_input(x, self.in_features, rng_key)
         lead = x.shape[:-1]
         tokens = jnp.reshape(x, (math.prod(lead), self.in_features))
         num_tokens = tokens.shape[0]

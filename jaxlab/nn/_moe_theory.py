@@ -25,11 +25,15 @@ from flax import nnx
 from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
+    check_array,
+    check_bool,
     check_int,
+    check_key,
     check_nonnegative,
     check_positive,
     check_positive_int,
     check_real,
+    check_real_array,
 )
 from jaxlab.nn._moe import MixtureOfExperts
 from jaxlab.nn._simplegpt import GPTConfig, ffn_hidden_size
@@ -101,6 +105,7 @@ def optimal_top_k(
     gamma = check_real(
         gamma, "gamma", minimum=0.0, maximum=1.0, include_minimum=False, include_maximum=False
     )
+    clip = check_bool(clip, "clip")
     linear = (1 - gamma) * c1 * b * m
     root = (linear + math.sqrt(linear**2 + 4 * gamma * c1 * a * b * m * c0)) / (2 * gamma * c1 * a)
     return float(min(max(root, 1.0), m)) if clip else float(root)
@@ -181,9 +186,10 @@ def fit_convergence_constants(
       ...                                 num_experts=8).gamma, 4)
       0.5
     """
-    k = np.asarray(top_k, np.float64).ravel()
-    t = np.asarray(steps, np.float64).ravel()
-    y = np.asarray(loss, np.float64).ravel()
+    num_experts = check_positive_int(num_experts, "num_experts")
+    k = check_array(top_k, "top_k", host=True).astype(np.float64).ravel()
+    t = check_array(steps, "steps", host=True).astype(np.float64).ravel()
+    y = check_array(loss, "loss", host=True).astype(np.float64).ravel()
     if not (k.shape == t.shape == y.shape):
         raise ValueError(
             f"top_k, steps and loss must have the same length, got {k.size}, {t.size}, {y.size}"
@@ -191,10 +197,11 @@ def fit_convergence_constants(
     needed = 3 if gamma is not None else 4
     if k.size < needed:
         raise ValueError(f"need at least {needed} measurements, got {k.size}")
-    if np.any(k <= 0) or np.any(t <= 0):
-        raise ValueError("top_k and steps must be positive")
+    for name, values in (("top_k", k), ("steps", t)):
+        if not np.all(np.isfinite(values) & (values > 0)):
+            raise ValueError(f"{name} must be positive and finite entrywise, got {values.tolist()}")
     if not np.all(np.isfinite(y)):
-        raise ValueError("loss must be finite")
+        raise ValueError(f"loss must be finite entrywise, got {y.tolist()}")
     if gamma is None:
         import scipy.optimize
 
@@ -239,8 +246,10 @@ def predicted_loss(fit: ConvergenceFit, top_k: ArrayLike, steps: ArrayLike) -> n
       >>> predicted_loss(fit, [1, 4], 4).tolist()     # (1 + 4/K) / 2
       [2.5, 1.0]
     """
-    k = np.asarray(top_k, np.float64)
-    t = np.asarray(steps, np.float64)
+    if not isinstance(fit, ConvergenceFit):
+        raise TypeError(f"fit must be a ConvergenceFit, got {type(fit).__name__}")
+    k = check_real_array(top_k, "top_k", minimum=0.0, include_minimum=False)
+    t = check_real_array(steps, "steps", minimum=0.0, include_minimum=False)
     return fit.loss_inf + (fit.a + fit.b * fit.num_experts / k) * t**-fit.gamma
 
 
@@ -266,6 +275,9 @@ def fixed_compute_steps(
     check_positive(budget, "budget")
     check_nonnegative(overhead_flops, "overhead_flops")
     check_positive(flops_per_expert, "flops_per_expert")
+    if isinstance(top_k_grid, str) or not hasattr(top_k_grid, "__iter__"):
+        raise TypeError(f"top_k_grid must be a sequence of ints >= 1, got {top_k_grid!r}")
+    top_k_grid = [check_int(k, "top_k_grid entries", minimum=1) for k in top_k_grid]
     return [max(1, round(budget / (overhead_flops + flops_per_expert * k))) for k in top_k_grid]
 
 
@@ -332,6 +344,8 @@ class MoETeacherStudentTask(NamedTuple):
 
     def sample(self, rng_key: jax.Array, num_samples: int) -> tuple[jax.Array, jax.Array]:
         """``num_samples`` inputs from the cluster mixture and the teacher's noisy targets."""
+        check_key(rng_key)
+        num_samples = check_positive_int(num_samples, "num_samples")
         return _sample_teacher(
             rng_key,
             self.centres,
@@ -401,6 +415,7 @@ def moe_teacher_student_task(
       Zhu et al., "Rethinking Convergence in MoE Training: The Role of Routing Sparsity",
       ICML 2026 (``notes/moe_topk.md``: the teacher–student design).
     """
+    check_key(rng_key)
     for name, value in (
         ("in_features", in_features),
         ("hidden_features", hidden_features),

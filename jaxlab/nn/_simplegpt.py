@@ -25,17 +25,21 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import nnx
 from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
+    check_array,
+    check_bool,
+    check_indices,
     check_int,
+    check_last_axis,
     check_nonnegative,
     check_positive,
     check_positive_int,
 )
+from jaxlab.nn._moe import GATES
 
 __all__ = [
     "GPTConfig",
@@ -88,6 +92,9 @@ def depth_init_std(layer: int, num_layers: int, *, depth_init: bool = True) -> f
     References:
       Chen et al., "SimpleGPT: Improving GPT via A Simple Normalization Strategy", ICML 2026.
     """
+    num_layers = check_positive_int(num_layers, "num_layers")
+    layer = check_int(layer, "layer", minimum=0, maximum=num_layers - 1)
+    depth_init = check_bool(depth_init, "depth_init")
     return _INIT_STD / math.sqrt(2.0 * ((layer + 1) if depth_init else num_layers))
 
 
@@ -189,16 +196,17 @@ class SimpleNorm(nnx.Module):
         out_features = check_positive_int(out_features, "out_features")
         num_groups = check_positive_int(num_groups, "num_groups")
         check_nonnegative(epsilon, "epsilon")
+        if kernel_init is not None and not callable(kernel_init):
+            raise TypeError(f"kernel_init must be None or callable, got {kernel_init!r}")
         kernel_init = kernel_init or truncated_normal_init(_INIT_STD, _INIT_CUTOFF)
         self.in_features, self.out_features = in_features, out_features
         self.linear = _Linear(in_features, out_features, kernel_init=kernel_init, rngs=rngs)
         self.norm = _Norm(out_features, kind=norm, epsilon=epsilon, num_groups=num_groups)
 
     def __call__(self, x: jax.Array) -> jax.Array:
-        if x.ndim < 1 or x.shape[-1] != self.in_features:
-            raise ValueError(
-                f"x must have last axis of size in_features={self.in_features}, got {x.shape}"
-            )
+        # Floating only: the bias-free map casts its kernel to x's dtype.
+        x = check_array(x, "x", kind="floating")
+        check_last_axis(x, self.in_features, "x", "in_features")
         return self.norm(self.linear(x))
 
 
@@ -289,6 +297,13 @@ class GPTConfig:
         if self.ffn not in _FFNS:
             raise ValueError(f"ffn must be one of {_FFNS}, got {self.ffn!r}")
         check_positive(self.epsilon, "epsilon")
+        check_bool(self.qk_norm_per_head, "qk_norm_per_head")
+        check_bool(self.depth_init, "depth_init")
+        if ffn_hidden_size(self) < 1:
+            raise ValueError(
+                f"ffn_multiplier={self.ffn_multiplier} gives an FFN width of 0 at "
+                f"d_model={self.d_model}"
+            )
         check_int(self.num_experts, "num_experts", minimum=0)
         if self.num_experts > 0:
             check_positive_int(self.experts_top_k, "experts_top_k")
@@ -298,6 +313,8 @@ class GPTConfig:
                 )
         if not isinstance(self.moe_gate, str):
             raise TypeError(f"moe_gate must be a str, got {self.moe_gate!r}")
+        if self.moe_gate not in GATES:
+            raise ValueError(f"moe_gate must be one of {GATES}, got {self.moe_gate!r}")
         if self.moe_capacity_factor is not None:
             check_positive(self.moe_capacity_factor, "moe_capacity_factor")
         check_nonnegative(self.moe_aux_weight, "moe_aux_weight")
@@ -363,6 +380,10 @@ def rotary_embedding(x: jax.Array, theta: float) -> jax.Array:
     References:
       Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding", 2021.
     """
+    x = check_array(x, "x", kind="floating", ndim=4)
+    if x.shape[-1] % 2:
+        raise ValueError(f"x must have an even last axis d_h (RoPE rotates pairs), got {x.shape}")
+    check_positive(theta, "theta")
     seq_len, head_dim = x.shape[1], x.shape[-1]
     half = head_dim // 2
     inv_freq = theta ** (-jnp.arange(half, dtype=jnp.float32) / half)
@@ -542,6 +563,11 @@ class SimpleGPT(nnx.Module):
     :meth:`loss_and_aux` returns the summed load-balancing loss, and
     :func:`language_model_loss` adds it with weight ``moe_aux_weight``.
 
+    Tokens must be integers in ``[0, V)``: concrete ones outside it raise a ``ValueError``
+    (naming ``tokens``, ``vocab_size`` and the range found); a traced one (under ``jit``) reads
+    a NaN embedding row, so its logits and the loss are NaN (never a clamped or wrapped row),
+    and :meth:`loss_and_aux` counts such ids in ``"out_of_vocabulary"``.
+
     Args:
       config: a :class:`GPTConfig`.
       rngs: ``nnx.Rngs`` with a ``params`` stream.
@@ -577,28 +603,33 @@ class SimpleGPT(nnx.Module):
         )
 
     def _check_tokens(self, tokens: jax.Array) -> jax.Array:
-        tokens = jnp.asarray(tokens) if not isinstance(tokens, jax.Array) else tokens
-        if not jnp.issubdtype(tokens.dtype, jnp.integer):
-            raise TypeError(f"tokens must be integers, got dtype {tokens.dtype}")
+        tokens = check_array(tokens, "tokens", kind="integer")
         if tokens.ndim != 2:
             raise ValueError(f"tokens must have shape (batch, seq_len), got {tokens.shape}")
         if tokens.shape[1] > self.config.max_len:
             raise ValueError(
                 f"tokens has seq_len={tokens.shape[1]} > max_len={self.config.max_len}"
             )
-        if not isinstance(tokens, jax.core.Tracer) and tokens.size:
-            values = np.asarray(tokens)  # concrete: checked on the host, never traced
-            low, high = int(values.min()), int(values.max())
-            if low < 0 or high >= self.config.vocab_size:
-                raise ValueError(
-                    f"tokens must lie in [0, vocab_size={self.config.vocab_size}), got values in "
-                    f"[{low}, {high}]"
-                )
+        # Concrete tokens are checked on the host; traced ones are handled in _forward.
+        check_indices(tokens, "tokens", self.config.vocab_size, "vocab_size")
         return tokens
+
+    def _out_of_vocabulary(self, ids: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """``ids`` with every entry outside ``[0, V)`` replaced by ``V``, and their count.
+
+        Only traced ids can be out of range (concrete ones are rejected). ``V`` is out of
+        bounds for the gathers that read the embedding row and the target logit, which then
+        fill NaN: the loss of such a batch is NaN by construction, never a silently clamped or
+        wrapped (negative) index.
+        """
+        vocab = self.config.vocab_size
+        valid = (ids >= 0) & (ids < vocab)
+        return jnp.where(valid, ids, vocab), jnp.sum(~valid, dtype=jnp.int32)
 
     def _forward(self, tokens: jax.Array, record: dict | None) -> tuple[jax.Array, jax.Array]:
         tokens = self._check_tokens(tokens)
-        h = jnp.take(self.embedding[...], tokens, axis=0)
+        ids, _ = self._out_of_vocabulary(tokens)
+        h = jnp.take(self.embedding[...], ids, axis=0, mode="fill", fill_value=jnp.nan)
         aux = jnp.zeros((), jnp.float32)
         for i, block in enumerate(self.blocks):
             h, block_aux = block(h, record, f"layer{i}")
@@ -615,14 +646,27 @@ class SimpleGPT(nnx.Module):
 
     def loss_and_aux(self, tokens: jax.Array, targets: jax.Array) -> tuple[jax.Array, dict]:
         """The training loss and its parts: ``(ce + moe_aux_weight·aux, {"cross_entropy",
-        "moe_aux"})``; ``aux`` is the load-balancing loss summed over layers (0 without MoE)."""
+        "moe_aux", "out_of_vocabulary"})``; ``aux`` is the load-balancing loss summed over
+        layers (0 without MoE).
+
+        Concrete ``tokens``/``targets`` outside ``[0, V)`` raise a ``ValueError``; traced ones
+        make the loss NaN and are counted in ``"out_of_vocabulary"`` (int32, tokens plus
+        targets; 0 for a valid batch)."""
+        tokens = self._check_tokens(tokens)
+        targets = check_array(targets, "targets", kind="integer")
+        if targets.shape != tokens.shape:
+            raise ValueError(f"targets must have shape {tokens.shape}, got {targets.shape}")
+        check_indices(targets, "targets", self.config.vocab_size, "vocab_size")
         logits, aux = self._forward(tokens, None)
-        targets = jnp.asarray(targets)
-        if targets.shape != logits.shape[:2]:
-            raise ValueError(f"targets must have shape {logits.shape[:2]}, got {targets.shape}")
-        ce = jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, targets))
+        target_ids, bad_targets = self._out_of_vocabulary(targets)
+        ce = jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, target_ids))
         total = ce + self.config.moe_aux_weight * aux if self.config.num_experts > 0 else ce
-        return total, {"cross_entropy": ce, "moe_aux": aux}
+        bad_tokens = self._out_of_vocabulary(tokens)[1]
+        return total, {
+            "cross_entropy": ce,
+            "moe_aux": aux,
+            "out_of_vocabulary": bad_tokens + bad_targets,
+        }
 
     def activation_rms(self, tokens: jax.Array) -> dict[str, jax.Array]:
         """RMS over all entries of every sublayer output (q, k, v, o, FFN maps, residual stream
@@ -642,13 +686,22 @@ def language_model_loss(model: SimpleGPT, tokens: jax.Array, targets: jax.Array)
     config.moe_aux_weight`` when ``config.num_experts > 0`` (else the cross-entropy alone). This is
     the one function trainers call (:func:`jaxlab.nn.train_language_model` by default).
 
+    Tokens and targets outside the vocabulary ``[0, V)``: concrete ones raise a ``ValueError``
+    naming the argument, ``V`` and the offending range; traced ones (inside ``jit``) make the
+    loss NaN by construction (never clamped or wrapped), and
+    ``model.loss_and_aux(...)[1]["out_of_vocabulary"]`` counts them.
+
     Args:
       model: a :class:`SimpleGPT` (any module with ``loss_and_aux(tokens, targets)`` works).
-      tokens: ``(B, T)`` ints.
-      targets: ``(B, T)`` ints, the next tokens.
+      tokens: ``(B, T)`` ints in ``[0, V)``.
+      targets: ``(B, T)`` ints in ``[0, V)``, the next tokens.
 
     Returns:
       A float32 scalar.
+
+    Raises:
+      TypeError: ``model`` has no ``loss_and_aux``, or non-integer tokens/targets.
+      ValueError: wrong shapes, or concrete ids outside the vocabulary.
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -660,6 +713,10 @@ def language_model_loss(model: SimpleGPT, tokens: jax.Array, targets: jax.Array)
       >>> bool(jnp.allclose(language_model_loss(model, tokens, tokens), manual))
       True
     """
+    if not callable(getattr(model, "loss_and_aux", None)):
+        raise TypeError(
+            f"model must be a SimpleGPT (a module with loss_and_aux), got {type(model).__name__}"
+        )
     return model.loss_and_aux(tokens, targets)[0]
 
 

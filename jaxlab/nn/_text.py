@@ -23,7 +23,15 @@ import numpy as np
 import optax
 from flax import nnx
 
-from jaxlab._src.validation import check_int, check_positive_int, check_real
+from jaxlab._src.validation import (
+    check_array,
+    check_bool,
+    check_indices,
+    check_int,
+    check_key,
+    check_positive_int,
+    check_real,
+)
 from jaxlab.nn._simplegpt import language_model_loss
 
 __all__ = [
@@ -104,7 +112,7 @@ def split_corpus(data: Any, val_fraction: float = 0.1) -> tuple[np.ndarray, np.n
       >>> train.tolist(), val.tolist()
       ([0, 1, 2, 3, 4, 5, 6, 7], [8, 9])
     """
-    data = np.asarray(data)
+    data = check_array(data, "data", host=True)
     if data.ndim != 1:
         raise ValueError(f"data must be 1-D, got shape {data.shape}")
     check_real(
@@ -147,13 +155,12 @@ def sample_batch(
       >>> tokens.shape, bool(jnp.all(targets == tokens + 1))
       ((4, 8), True)
     """
+    check_key(rng_key)
     batch_size = check_positive_int(batch_size, "batch_size")
     seq_len = check_positive_int(seq_len, "seq_len")
-    data = jnp.asarray(data)
+    data = check_array(data, "data", kind="integer")
     if data.ndim != 1:
         raise ValueError(f"data must be 1-D, got shape {data.shape}")
-    if not jnp.issubdtype(data.dtype, jnp.integer):
-        raise TypeError(f"data must hold integer tokens, got dtype {data.dtype}")
     if data.shape[0] < seq_len + 1:
         raise ValueError(f"data has {data.shape[0]} tokens, fewer than seq_len + 1 = {seq_len + 1}")
     starts = jax.random.randint(rng_key, (batch_size,), 0, data.shape[0] - seq_len)
@@ -269,6 +276,9 @@ def scan_train(
         raise TypeError(f"tx must be an optax.GradientTransformation, got {type(tx).__name__}")
     if not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    has_aux = check_bool(has_aux, "has_aux")
+    if not isinstance(start_step, jax.core.Tracer):
+        check_int(start_step, "start_step", minimum=0)
     if dynamic and (checkpoint_every is not None or not callable(batches)):
         raise ValueError(
             "a traced num_steps needs batches as a callable and no checkpoint_every (neither "
@@ -357,6 +367,12 @@ def train_language_model(
     windows each time) is recorded. Nothing about the optimizer is assumed, so AdamW, Muon or a
     jaxlab transform all plug in.
 
+    Tokens outside the vocabulary: when ``model`` has ``config.vocab_size`` (a
+    :class:`~jaxlab.nn.SimpleGPT`), ``train_data`` and ``eval_data`` are checked against it
+    before anything is compiled (a ``ValueError`` naming the argument, ``vocab_size`` and the
+    range found). A non-finite loss is not masked: it shows in ``train_loss`` (and the
+    parameters it produced are kept), so check ``np.isfinite(history["train_loss"])``.
+
     Args:
       model: an nnx module; trained in place.
       tx: any ``optax.GradientTransformation``.
@@ -396,11 +412,25 @@ def train_language_model(
     eval_batches = check_positive_int(eval_batches, "eval_batches")
     if not isinstance(tx, optax.GradientTransformation):
         raise TypeError(f"tx must be an optax.GradientTransformation, got {type(tx).__name__}")
+    if not isinstance(model, nnx.Module):
+        raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    check_key(rng_key)
     if chunk_size is None:
         chunk_size = eval_every if eval_data is not None else min(steps, 100)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    train = jnp.asarray(train_data)
+    train = check_array(train_data, "train_data", kind="integer")
     sample_batch(jax.random.key(0), train, batch_size, seq_len)  # validates shapes eagerly
+    # Batches are drawn inside jit, where a bad token could only make the loss NaN: check the
+    # whole stream against the model's vocabulary here, once.
+    vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)
+    if isinstance(vocab_size, int):
+        check_indices(train, "train_data", vocab_size, "vocab_size")
+    if eval_data is not None:
+        eval_data = check_array(eval_data, "eval_data", kind="integer")
+        if isinstance(vocab_size, int):
+            check_indices(eval_data, "eval_data", vocab_size, "vocab_size")
     batch_key, eval_key = jax.random.split(rng_key)
     if eval_data is not None:
         eval_windows = sample_batch(
@@ -493,7 +523,7 @@ def loss_curve_stability(
       Chen et al., "SimpleGPT: Improving GPT via A Simple Normalization Strategy", ICML 2026
       (the learning-rate sweep whose stability rule this is).
     """
-    losses = np.asarray(losses, dtype=np.float64)
+    losses = check_array(losses, "losses", host=True).astype(np.float64)
     if losses.ndim != 1 or losses.size == 0:
         raise ValueError(f"losses must be a non-empty 1-D curve, got shape {losses.shape}")
     check_int(warmup_steps, "warmup_steps", minimum=0)

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_positive_int
+from jaxlab._src.validation import check_floating_tree, check_key, check_positive_int, check_real
 
 __all__ = ["hvp", "top_eigenvalue"]
 
@@ -42,6 +42,12 @@ def hvp(loss_fn: Callable[[Any], jax.Array], params: Any, v: Any) -> Any:
     Returns:
       ``∇²L(θ)·v``, a pytree like ``params``.
 
+    Raises:
+      TypeError: a non-callable ``loss_fn``, non-floating ``params``, or a ``v`` leaf whose
+        dtype differs from the parameter's.
+      ValueError: ``v`` not shaped like ``params`` (the leaf's path is named), or a
+        ``loss_fn`` that does not return a scalar (checked by ``jax.eval_shape``).
+
     Examples:
       >>> import jax.numpy as jnp
       >>> a = jnp.array([[2.0, 1.0], [1.0, 3.0]])
@@ -52,24 +58,56 @@ def hvp(loss_fn: Callable[[Any], jax.Array], params: Any, v: Any) -> Any:
     References:
       Pearlmutter, "Fast exact multiplication by the Hessian", Neural Computation 1994.
     """
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
     p_leaves, p_tree = jax.tree.flatten(params)
-    v_leaves, v_tree = jax.tree.flatten(v)
-    if p_tree != v_tree:
-        raise ValueError(f"v must have the structure of params: {v_tree} vs {p_tree}")
-    for p, w in zip(p_leaves, v_leaves, strict=True):
+    v_leaves, v_tree = jax.tree_util.tree_flatten_with_path(v)
+    if p_tree != jax.tree.structure(v):
+        raise ValueError(
+            f"v must have the structure of params: {jax.tree.structure(v)} vs {p_tree}"
+        )
+    for p, (path, w) in zip(p_leaves, v_leaves, strict=True):
+        where = f"v{jax.tree_util.keystr(path)}"
         if jnp.shape(p) != jnp.shape(w):
             raise ValueError(
-                f"v has a leaf of shape {jnp.shape(w)} where params has {jnp.shape(p)}"
+                f"{where} is a leaf of shape {jnp.shape(w)} where params has {jnp.shape(p)}"
             )
+        if jnp.result_type(w) != jnp.result_type(p):
+            raise TypeError(
+                f"{where} has dtype {jnp.result_type(w)} where params has {jnp.result_type(p)} "
+                "(jax.jvp needs equal dtypes)"
+            )
+    _check_loss_fn(loss_fn, params)
+    return _hvp(loss_fn, params, v)
+
+
+def _hvp(loss_fn, params, v):
     return jax.jvp(jax.grad(loss_fn), (params,), (v,))[1]
+
+
+def _check_loss_fn(loss_fn: Any, params: Any) -> None:
+    """``loss_fn`` is callable and maps ``params`` (floating leaves) to a real scalar.
+
+    The output is checked with ``jax.eval_shape`` (a trace, no compilation), so a vector loss
+    fails here, naming ``loss_fn``, instead of inside ``jax.grad``.
+    """
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    check_floating_tree(params, "params")
+    out = jax.eval_shape(loss_fn, params)
+    if not (
+        isinstance(out, jax.ShapeDtypeStruct)
+        and out.shape == ()
+        and jnp.issubdtype(out.dtype, jnp.floating)
+    ):
+        raise ValueError(f"loss_fn must return a real floating scalar, got {out}")
 
 
 def _check_args(num_iters: Any, method: str, rng_key: Any) -> int:
     num_iters = check_positive_int(num_iters, "num_iters")
-    if method not in _METHODS:
+    if not isinstance(method, str) or method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
-    if not isinstance(rng_key, jax.Array):
-        raise TypeError(f"rng_key must be a jax.random key, got {type(rng_key).__name__}")
+    check_key(rng_key)
     return num_iters
 
 
@@ -130,16 +168,18 @@ def top_eigenvalue(
       2026 (λ_max by power iteration on Hessian-vector products).
     """
     num_iters = _check_args(num_iters, method, rng_key)
+    check_real(shift, "shift")  # traced shifts pass unchecked
     flat, unravel = ravel_pytree(params)
     if flat.size == 0:
         raise ValueError("params has no entries")
     if not jnp.issubdtype(flat.dtype, jnp.floating):
         raise TypeError(f"params must be floating point, got dtype {flat.dtype}")
+    _check_loss_fn(loss_fn, params)
     dtype = flat.dtype
     shift = jnp.asarray(shift, dtype)
 
     def matvec(x: jax.Array) -> jax.Array:
-        return ravel_pytree(hvp(loss_fn, params, unravel(x)))[0].astype(dtype) - shift * x
+        return ravel_pytree(_hvp(loss_fn, params, unravel(x)))[0].astype(dtype) - shift * x
 
     start = jax.random.normal(rng_key, flat.shape, dtype)
     start = start / jnp.linalg.norm(start)

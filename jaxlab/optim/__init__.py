@@ -13,6 +13,7 @@ from jaxlab.optim._compressors import (
 )
 from jaxlab.optim._delay import DELAY_CORRECTIONS, DelayState, delayed
 from jaxlab.optim._deva import (
+    DevaState,
     ScaleByDevaMatrixState,
     ScaleByDevaVectorState,
     deva,
@@ -61,6 +62,7 @@ from jaxlab.optim._soap import ScaleBySoapState, scale_by_soap
 
 __all__: list[str] = [
     # DeVA, issue 4 (jaxlab/optim/_deva.py, _newton_schulz.py)
+    "DevaState",
     "ScaleByDevaMatrixState",
     "ScaleByDevaVectorState",
     "deva",

@@ -16,15 +16,16 @@ Every compressor is an odd map, ``C(-v) = -C(v)`` (the random ones with the same
 what lets :func:`jaxlab.optim.error_feedback` put the learning rate inside the compressed quantity.
 
 Compressors are frozen dataclasses: hashable and compared by value, so they can be static
-arguments of ``jax.jit`` and of ``optax.inject_hyperparams`` (list ``"compressor"`` in
-``static_args``: a compressor is callable, and ``inject_hyperparams`` would otherwise take it for a
-schedule). Their numeric parameters (``k``, ``ratio``, ``epsilon``, ...) are static Python numbers.
+arguments of ``jax.jit``. They are deliberately *not* callable (apply one with
+:meth:`Compressor.compress` on a flat vector or :meth:`Compressor.tree_compress` on a pytree):
+``optax.inject_hyperparams`` takes every callable argument for a schedule, and a compressor that
+is not one passes through it unchanged, so ``inject_hyperparams(error_feedback)(learning_rate=0.1,
+compressor=top_k(ratio=0.1))`` needs no ``static_args``. Their numeric parameters (``k``,
+``ratio``, ``epsilon``, ...) are static Python numbers.
 
 Bits are counted for one message with 32-bit floats (:data:`FLOAT_BITS`) and
 ``ceil(log2(d))``-bit coordinate indices, whatever the array's dtype.
 """
-
-from __future__ import annotations
 
 import abc
 import dataclasses
@@ -35,7 +36,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._src.validation import check_bool, check_in_range, check_int, check_real
+from jaxlab._src.validation import (
+    check_bool,
+    check_floating_tree,
+    check_in_range,
+    check_int,
+    check_key,
+    check_real,
+)
 
 __all__ = [
     "Compressor",
@@ -71,7 +79,7 @@ def _index_bits(dim: int) -> int:
     return max(0, int(dim) - 1).bit_length()
 
 
-def _normalize(compressor: Compressor, name: str, value: Any) -> None:
+def _normalize(compressor: "Compressor", name: str, value: Any) -> None:
     """Stores a checked number as a plain Python int/float (compressors are hashable statics)."""
     if value is None:  # the validators let a traced value through; a compressor needs numbers
         raise TypeError(f"{name} must be a static Python number, got a traced value")
@@ -92,6 +100,12 @@ def _check_vector(v: jax.Array) -> jax.Array:
     return v
 
 
+def _check_random_key(rng_key: Any, name: str) -> None:
+    if rng_key is None:
+        raise ValueError(f"rng_key is required by {name} (a random compressor)")
+    check_key(rng_key)
+
+
 def _k_from(k: int | None, ratio: float | None, dim: int) -> int:
     """The number of kept coordinates for a ``dim``-vector; ``ValueError`` if ``k > dim``."""
     if k is not None:
@@ -104,7 +118,7 @@ def _k_from(k: int | None, ratio: float | None, dim: int) -> int:
     return max(1, math.ceil(round(ratio * dim, 6)))
 
 
-def _check_k_ratio(compressor: Compressor) -> None:
+def _check_k_ratio(compressor: "Compressor") -> None:
     """Exactly one of ``k`` (an int >= 1; ``k <= d`` is checked per vector) and ``ratio``."""
     k, ratio = compressor.k, compressor.ratio
     if (k is None) == (ratio is None):
@@ -143,7 +157,7 @@ class Compressor(abc.ABC):
       >>> compressor = top_k(ratio=0.5)
       >>> compressor.name, compressor.deterministic, compressor.alpha(4)
       ('top_k', True, 0.5)
-      >>> compressor({"w": jnp.array([[1.0, -3.0], [0.5, 2.0]])})["w"]
+      >>> compressor.tree_compress({"w": jnp.array([[1.0, -3.0], [0.5, 2.0]])})["w"]
       Array([[ 0., -3.],
              [ 0.,  2.]], dtype=float32)
 
@@ -191,8 +205,11 @@ class Compressor(abc.ABC):
 
     # -- pytrees ---------------------------------------------------------------------------------
 
-    def __call__(self, tree: Any, rng_key: jax.Array | None = None) -> Any:
+    def tree_compress(self, tree: Any, rng_key: jax.Array | None = None) -> Any:
         """Compresses every leaf (``scope="leaf"``) or the concatenated tree (``"global"``).
+
+        A method rather than ``__call__``: ``optax.inject_hyperparams`` would take a callable
+        compressor for a schedule (see the module docstring).
 
         Args:
           tree: a pytree of floating arrays.
@@ -200,13 +217,25 @@ class Compressor(abc.ABC):
 
         Returns:
           The compressed pytree, with the structure, shapes and dtypes of ``tree``.
+
+        Raises:
+          ValueError: a random compressor without ``rng_key``.
+          TypeError: a non-floating leaf, or an ``rng_key`` that is not a JAX PRNG key.
+
+        Examples:
+          >>> import jax, jax.numpy as jnp
+          >>> from jaxlab.optim import rand_k, top_k
+          >>> top_k(1).tree_compress({"a": jnp.array([1.0, -2.0]), "b": jnp.array([3.0])})
+          {'a': Array([ 0., -2.], dtype=float32), 'b': Array([3.], dtype=float32)}
+          >>> out = rand_k(1).tree_compress(jnp.ones(4), jax.random.key(0))
+          >>> int((out != 0).sum())
+          1
         """
         if not self.deterministic and rng_key is None:
-            raise ValueError(
-                f"rng_key is required by the random compressor {self!r} (if this comes from "
-                "optax.inject_hyperparams, list 'compressor' in its static_args: a compressor is "
-                "callable and would otherwise be taken for a schedule)"
-            )
+            raise ValueError(f"rng_key is required by the random compressor {self!r}")
+        if rng_key is not None:
+            check_key(rng_key)
+        check_floating_tree(tree, "tree")
         leaves, treedef = jax.tree.flatten(tree)
         if not leaves:
             return tree
@@ -329,6 +358,7 @@ class _RandK(Compressor):
         check_bool(self.unbiased, "unbiased")
 
     def _kept(self, v, rng_key):
+        _check_random_key(rng_key, "rand_k")
         k = _k_from(self.k, self.ratio, v.shape[0])
         index = jax.random.choice(rng_key, v.shape[0], (k,), replace=False)
         return k, index
@@ -346,8 +376,7 @@ class _RandK(Compressor):
 
     def compress(self, v, rng_key=None):
         v = _check_vector(v)
-        if rng_key is None:
-            raise ValueError("rng_key is required by rand_k")
+        _check_random_key(rng_key, "rand_k")
         k, index = self._kept(v, rng_key)
         kept = v[index]
         if self.unbiased:
@@ -400,8 +429,7 @@ class _Natural(Compressor):
         ``E ||C(v) - v||^2 <= ||v||^2 / 8``.
         """
         v = _check_vector(v)
-        if rng_key is None:
-            raise ValueError("rng_key is required by natural_compression")
+        _check_random_key(rng_key, "natural_compression")
         work = jnp.float64 if v.dtype == jnp.float64 else jnp.float32
         a = jnp.abs(v).astype(work)
         mantissa, exponent = jnp.frexp(a)  # a = mantissa 2^exponent, mantissa in [0.5, 1)
@@ -554,8 +582,7 @@ class _ThresholdTopK(Compressor):
 
     def compress(self, v, rng_key=None):
         v = _check_vector(v)
-        if rng_key is None:
-            raise ValueError("rng_key is required by threshold_top_k")
+        _check_random_key(rng_key, "threshold_top_k")
         dim = v.shape[0]
         k = _k_from(self.k, self.ratio, dim)
         tau = self.threshold(v, rng_key)

@@ -18,8 +18,7 @@ References:
   SGD with Delayed Gradients and Compressed Communication", arXiv 1909.05350.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: optax reads annotations at run time.
 from typing import Any, NamedTuple
 
 import jax
@@ -27,11 +26,24 @@ import jax.numpy as jnp
 import optax
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_int, check_nonnegative
+from jaxlab._src.validation import (
+    check_floating_tree,
+    check_in_range,
+    check_int,
+    check_nonnegative,
+    check_tree_like,
+    count_nonfinite,
+    is_concrete,
+    nonfinite_count_init,
+)
 
 __all__ = ["DELAY_CORRECTIONS", "DelayState", "delayed"]
 
 DELAY_CORRECTIONS = ("none", "update_extrapolation", "gradient_extrapolation", "error_buffer")
+# ``delay_steps=None``: PipeDream-2BW's one-step delay. None rather than 1 so that
+# optax.inject_hyperparams (which injects numeric defaults as traced arrays) leaves the FIFO
+# length static.
+DEFAULT_DELAY_STEPS = 1
 
 
 class DelayState(NamedTuple):
@@ -47,6 +59,7 @@ class DelayState(NamedTuple):
         ``"error_buffer"``, else ``()``).
       error: the error buffer ``e`` (``"error_buffer"`` only, else ``()``).
       inner_state: the wrapped transform's state.
+      nonfinite_count: calls whose gradient had a NaN or infinite entry (int32, saturating).
 
     Examples:
       >>> import jax.numpy as jnp, optax
@@ -61,6 +74,18 @@ class DelayState(NamedTuple):
     previous_update: optax.Updates
     error: optax.Updates
     inner_state: optax.OptState
+    nonfinite_count: jax.Array
+
+
+def _check_delay_steps(delay_steps: Any) -> int:
+    if delay_steps is None:
+        return DEFAULT_DELAY_STEPS
+    if not is_concrete(delay_steps):
+        raise TypeError(
+            "delay_steps sets the gradient FIFO's length, so it must be a static int: leave it "
+            "None (1) or list it in optax.inject_hyperparams(..., static_args=('delay_steps',))"
+        )
+    return check_int(delay_steps, "delay_steps", minimum=0)
 
 
 def _check_correction(correction: Any) -> str:
@@ -81,7 +106,7 @@ def _scaled(coefficient: ArrayLike, leaf: jax.Array) -> jax.Array:
 def delayed(
     inner: optax.GradientTransformation,
     *,
-    delay_steps: int = 1,
+    delay_steps: int | None = None,
     correction: str | None = None,
     extrapolation: ArrayLike = 1.0,
     buffer_decay: ArrayLike = 0.0,
@@ -106,21 +131,38 @@ def delayed(
     With i.i.d. minibatches the FIFO simulation has the same law as a real 2BW pipeline (where
     ``g_t = ∇f(x_{t-1}; ξ_t)`` with a fresh batch), see ``jaxlab.distributed.pipedream_2bw_train``.
 
+    ``optax.inject_hyperparams(delayed)(optax.adamw(1e-3))`` works: ``extrapolation`` and
+    ``buffer_decay`` are injected, ``delay_steps`` defaults to None (1) so it stays static.
+    Params must be floating point (the FIFO is stored in their dtype: integer params would
+    truncate gradients) and every gradient must have the params' shapes (checked, naming the
+    leaf's path).
+
+    Non-finite gradients are counted in ``nonfinite_count`` (at the call that receives them).
+    Such a gradient waits ``D`` calls in the FIFO, then enters the inner transform (whose
+    moments, e.g. AdamW's, hold NaN from then on) and the correction buffers, so every later
+    update is NaN. To skip such steps instead, compose with ``optax.apply_if_finite``: the bad
+    gradient never enters the FIFO, the state is unchanged and the update is zero, so the
+    pipeline resumes as if that call had not happened::
+
+        tx = optax.apply_if_finite(delayed(optax.adamw(1e-3)), max_consecutive_errors=10)
+
     Args:
       inner: any optax transform (``optax.adamw``, ``optax.contrib.muon``, ``jaxlab.optim.deva``).
-      delay_steps: ``D >= 0``, static (the FIFO length).
+      delay_steps: ``D >= 0``, the FIFO length (static; None means 1).
       correction: None/``"none"``, ``"update_extrapolation"``, ``"gradient_extrapolation"`` or
         ``"error_buffer"``; static.
-      extrapolation: λ (ArrayLike, injectable; ignored without correction).
-      buffer_decay: ``γ_e`` of ``"error_buffer"`` (ArrayLike, injectable).
+      extrapolation: λ, finite and ``>= 0`` (ArrayLike, injectable; ignored without
+        correction).
+      buffer_decay: ``γ_e ∈ [0, 1]`` of ``"error_buffer"`` (ArrayLike, injectable; above 1 the
+        buffer grows geometrically).
 
     Returns:
       An ``optax.GradientTransformationExtraArgs`` with a :class:`DelayState`.
 
     Raises:
       TypeError: ``inner`` is not an optax transform or ``delay_steps`` not an int.
-      ValueError: ``delay_steps < 0``, an unknown ``correction``, or a negative or non-finite
-        concrete ``extrapolation``/``buffer_decay``.
+      ValueError: ``delay_steps < 0``, an unknown ``correction``, a negative or non-finite
+        concrete ``extrapolation``, or a concrete ``buffer_decay`` outside ``[0, 1]``.
 
     Examples:
       >>> import jax.numpy as jnp, optax
@@ -133,6 +175,15 @@ def delayed(
       [0. 0.]
       [-1. -0.]
       [-0. -2.]
+      >>> nan_grad = jnp.array([jnp.nan, 0.0])
+      >>> _, state = tx.update(nan_grad, state, params)
+      >>> int(state.nonfinite_count)
+      1
+      >>> safe = optax.apply_if_finite(tx, max_consecutive_errors=5)  # skips that call
+      >>> safe_state = safe.init(params)
+      >>> update, safe_state = safe.update(nan_grad, safe_state, params)
+      >>> update, int(safe_state.inner_state.nonfinite_count)  # never reached delayed
+      (Array([0., 0.], dtype=float32), 0)
       >>> delayed(optax.sgd(1.0), delay_steps=-1)
       Traceback (most recent call last):
       ...
@@ -147,10 +198,10 @@ def delayed(
         raise TypeError(
             f"inner must be an optax.GradientTransformation, got {type(inner).__name__}"
         )
-    delay = check_int(delay_steps, "delay_steps", minimum=0)
+    delay = _check_delay_steps(delay_steps)
     mode = _check_correction(correction)
     check_nonnegative(extrapolation, "extrapolation")
-    check_nonnegative(buffer_decay, "buffer_decay")
+    check_in_range(buffer_decay, "buffer_decay", 0.0, 1.0, include_high=True)
     inner = optax.with_extra_args_support(inner)
     if delay == 0 and mode == "none":
         return inner
@@ -159,6 +210,7 @@ def delayed(
     keep_error = mode == "error_buffer"
 
     def init(params):
+        check_floating_tree(params, "params")
         zeros = optax.tree.zeros_like(params)
         # zeros_like keeps the params' varying-manual-axes type under shard_map (scan carries).
         fifo = jax.tree.map(
@@ -171,9 +223,11 @@ def delayed(
             previous_update=zeros if keep_update else (),
             error=zeros if keep_error else (),
             inner_state=inner.init(params),
+            nonfinite_count=nonfinite_count_init(params),
         )
 
     def update(updates, state, params=None, **extra_args):
+        check_tree_like(updates, _reference(state), "updates", "the state")
         count = state.count
         if delay:
             stale = jax.tree.map(lambda q: q[delay - 1], state.gradient_fifo)
@@ -229,7 +283,16 @@ def delayed(
             previous_update=previous_update,
             error=error,
             inner_state=inner_state,
+            nonfinite_count=count_nonfinite(state.nonfinite_count, updates),
         )
         return out, new_state
+
+    def _reference(state):
+        """Shapes and dtypes of one params-like tree of the state (the FIFO drops its D axis)."""
+        if delay:
+            return jax.tree.map(
+                lambda q: jax.ShapeDtypeStruct(q.shape[1:], q.dtype), state.gradient_fifo
+            )
+        return state.previous_gradient if keep_gradient else state.previous_update
 
     return optax.GradientTransformationExtraArgs(init, update)

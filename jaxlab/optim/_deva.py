@@ -13,8 +13,8 @@ References:
   arXiv 2602.06880; code: github.com/Tsedao/Decoupled-Variance-Adaptation.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: optax's tests read ``learning_rate``'s annotation
+# (``optax.ScalarOrSchedule``) at run time to decide whether to pass a schedule.
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -26,15 +26,25 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_bool,
+    check_floating_tree,
     check_in_range,
     check_int,
+    check_key,
+    check_learning_rate,
     check_nonnegative,
     check_positive,
+    check_real,
+    check_real_array,
+    check_tree_like,
+    count_nonfinite,
+    is_concrete,
+    nonfinite_count_init,
 )
 from jaxlab.optim._newton_schulz import DEFAULT_NS_COEFFS, newton_schulz_msign
 from jaxlab.optim._soap import check_betas, eigenbasis_transform, f32
 
 __all__ = [
+    "DevaState",
     "ScaleByDevaMatrixState",
     "ScaleByDevaVectorState",
     "deva",
@@ -47,6 +57,10 @@ __all__ = [
 ]
 
 _FALLBACKS = ("adamw", "deva_vector", None)
+# ``ns_steps=None``: the reference's five Newton-Schulz iterations (None rather than 5 so that
+# optax.inject_hyperparams, which injects numeric defaults as traced arrays, leaves the loop
+# count static).
+DEFAULT_NS_STEPS = 5
 # Path entries that mark a 2-D leaf as an embedding or an output head (routed to the fallback).
 _NON_HIDDEN_KEYS = ("embed", "head", "wte", "wpe", "lm_out")
 
@@ -60,6 +74,11 @@ def is_hidden_matrix(path, leaf) -> bool:
       >>> jax.tree_util.tree_map_with_path(is_hidden_matrix, params)
       {'b': False, 'embedding': False, 'w': True}
     """
+    if not isinstance(path, tuple | list):
+        raise TypeError(
+            f"path must be a pytree key path (a tuple of keys, as tree_map_with_path passes), "
+            f"got {type(path).__name__} {path!r}"
+        )
     if jnp.ndim(leaf) != 2:
         return False
     names = jax.tree_util.keystr(path).lower()
@@ -77,6 +96,7 @@ class ScaleByDevaVectorState(NamedTuple):
       count: updates so far (int32).
       mu: ``m``, float32, shaped like the params.
       nu: ``v``, the EMA of ``m²`` (not of ``g²``), float32.
+      nonfinite_count: calls whose gradient had a NaN or infinite entry (int32, saturating).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -89,6 +109,7 @@ class ScaleByDevaVectorState(NamedTuple):
     count: jax.Array
     mu: optax.Updates
     nu: optax.Updates
+    nonfinite_count: jax.Array
 
 
 def scale_by_deva_vector(
@@ -112,6 +133,11 @@ def scale_by_deva_vector(
     correction; off by default, as in the reference). The reference has none, so the first steps
     are large: with ``g ≡ 1`` the first step is ``1/√((1−β₂)² + ε/(1−β₁)²)`` (9.53 for
     ``β = (0.9, 0.99)``, tending to ``1/√(1−β₂)`` for large gradients): use a warmup.
+
+    Params must be floating point and each gradient must match the state's shapes (checked, the
+    leaf's path named). A NaN or infinite gradient is counted in ``nonfinite_count`` and enters
+    ``m`` and ``v``, so every later update is NaN; wrap in ``optax.apply_if_finite`` to skip such
+    steps (see :func:`deva`).
 
     Args:
       b1: momentum ``β₁ ∈ [0, 1)``.
@@ -142,11 +168,16 @@ def scale_by_deva_vector(
     check_bool(bias_correction, "bias_correction")
 
     def init_fn(params):
+        check_floating_tree(params, "params")
         zeros = optax.tree.zeros_like(params, dtype=jnp.float32)
-        return ScaleByDevaVectorState(count=jnp.zeros([], jnp.int32), mu=zeros, nu=zeros)
+        count = jnp.zeros([], jnp.int32)
+        return ScaleByDevaVectorState(
+            count=count, mu=zeros, nu=zeros, nonfinite_count=nonfinite_count_init(params)
+        )
 
     def update_fn(updates, state, params=None, **extra_args):
         del params, extra_args
+        check_tree_like(updates, state.mu, "updates", "the state")
         beta1, beta2, epsilon = f32(b1), f32(b2), f32(eps)
         count = optax.safe_increment(state.count)
         g32 = optax.tree.cast(updates, jnp.float32)
@@ -161,7 +192,8 @@ def scale_by_deva_vector(
         if bias_correction:
             t = count.astype(jnp.float32)
             steps = optax.tree.scale(jnp.sqrt(1.0 - beta2**t) / (1.0 - beta1**t), steps)
-        new_state = ScaleByDevaVectorState(count=count, mu=mu, nu=nu)
+        nonfinite = count_nonfinite(state.nonfinite_count, updates)
+        new_state = ScaleByDevaVectorState(count=count, mu=mu, nu=nu, nonfinite_count=nonfinite)
         return optax.tree.cast_like(steps, updates), new_state
 
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
@@ -205,6 +237,7 @@ def deva_vector(
     References:
       Song et al., DeVA, ICML 2026 (arXiv 2602.06880).
     """
+    check_learning_rate(learning_rate)
     check_nonnegative(weight_decay, "weight_decay")
     return optax.chain(
         scale_by_deva_vector(b1, b2, eps, nesterov=nesterov, bias_correction=bias_correction),
@@ -231,6 +264,7 @@ class ScaleByDevaMatrixState(NamedTuple):
       right: ``R``, the EMA of ``GᵀG``, ``(m, m)`` (``(0, 0)`` if not rotated).
       basis_left: ``Q_L`` (columns in descending eigenvalue order).
       basis_right: ``Q_R``.
+      nonfinite_count: calls whose gradient had a NaN or infinite entry (int32, saturating).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -246,6 +280,26 @@ class ScaleByDevaMatrixState(NamedTuple):
     right: optax.Updates
     basis_left: optax.Updates
     basis_right: optax.Updates
+    nonfinite_count: jax.Array
+
+
+def _check_ns(ns_steps, ns_coeffs) -> int:
+    """``ns_steps`` (None: 5) as a static int, and ``ns_coeffs`` as three finite reals."""
+    if ns_steps is None:
+        ns_steps = DEFAULT_NS_STEPS
+    elif not is_concrete(ns_steps):
+        raise TypeError(
+            "ns_steps is a Python loop count, so it must be a static int: leave it None (5) or "
+            "list it in optax.inject_hyperparams(..., static_args=('ns_steps',))"
+        )
+    ns_steps = check_int(ns_steps, "ns_steps", minimum=1)
+    if isinstance(ns_coeffs, str | bytes) or not hasattr(ns_coeffs, "__len__"):
+        raise TypeError(f"ns_coeffs must be a sequence (a, b, c) of reals, got {ns_coeffs!r}")
+    if len(ns_coeffs) != 3:
+        raise ValueError(f"ns_coeffs must be (a, b, c), got {ns_coeffs!r}")
+    for index, value in enumerate(ns_coeffs):
+        check_real(value, f"ns_coeffs[{index}]")
+    return ns_steps
 
 
 def scale_by_deva_matrix(
@@ -255,11 +309,11 @@ def scale_by_deva_matrix(
     shampoo_beta: ArrayLike | None = None,
     rms_scale: ArrayLike = 0.2,
     *,
-    precondition_frequency: int = 10,
-    max_precond_dim: int = 10000,
+    precondition_frequency: ArrayLike = 10,
+    max_precond_dim: int | None = None,
     nesterov: bool = True,
     bias_correction: bool = True,
-    ns_steps: int = 5,
+    ns_steps: int | None = None,
     ns_coeffs: Sequence[ArrayLike] = DEFAULT_NS_COEFFS,
     first_step_rescale: bool = True,
 ) -> optax.GradientTransformationExtraArgs:
@@ -283,17 +337,26 @@ def scale_by_deva_matrix(
     correction is not cancelled by anything, so warm up the learning rate. Every leaf must be 2-D;
     use :func:`deva` to route the others.
 
+    Params must be floating point and each gradient must match the state's shapes (checked, the
+    leaf's path named). A NaN or infinite gradient is counted in ``nonfinite_count`` and enters
+    ``m``, ``V``, ``L`` and ``R`` (and the next refresh of ``Q``), so every later update is NaN;
+    wrap in ``optax.apply_if_finite`` to skip such steps (see :func:`deva`).
+
     Args:
       b1: ``β₁ ∈ [0, 1)``.
       b2: ``β₂ ∈ [0, 1)``.
       eps: ``ε > 0`` in ``Γ``.
       shampoo_beta: ``β_s`` of ``L, R`` (None: ``b2``).
       rms_scale: the update RMS target (0.2, Adam-like).
-      precondition_frequency: steps between basis refreshes (static).
-      max_precond_dim: sides longer than this are not rotated (static).
+      precondition_frequency: steps between basis refreshes, an int ``>= 1`` (may be traced, so
+        ``optax.inject_hyperparams`` can inject it).
+      max_precond_dim: sides longer than this are not rotated; None means 10000. It sets the
+        state's shapes, so it is static (list it in ``static_args`` of
+        ``optax.inject_hyperparams`` to pass a value).
       nesterov: Nesterov momentum in ``msign`` (static).
       bias_correction: multiply by ``√(1−β₂ᵗ)/(1−β₁ᵗ)`` (static).
-      ns_steps: Newton–Schulz iterations (static).
+      ns_steps: Newton–Schulz iterations; None means 5 (a loop count: static, like
+        ``max_precond_dim``).
       ns_coeffs: Newton–Schulz ``(a, b, c)``.
       first_step_rescale: Schatten-8 rescaling in the first Newton–Schulz iteration (static).
 
@@ -318,7 +381,7 @@ def scale_by_deva_matrix(
     """
     check_betas(b1, b2, eps, shampoo_beta)
     check_positive(rms_scale, "rms_scale")
-    ns_steps = check_int(ns_steps, "ns_steps", minimum=1)
+    ns_steps = _check_ns(ns_steps, ns_coeffs)
     check_bool(nesterov, "nesterov")
     check_bool(first_step_rescale, "first_step_rescale")
 
@@ -372,10 +435,59 @@ def deva_matrix_labels(
       {'b': 'fallback', 'embedding': 'fallback', 'w': 'deva'}
     """
 
+    if matrix_filter is not None and not callable(matrix_filter):
+        raise TypeError(
+            f"matrix_filter must be None or a function (path, leaf) -> bool, got {matrix_filter!r}"
+        )
     rule = is_hidden_matrix if matrix_filter is None else matrix_filter
     return jax.tree_util.tree_map_with_path(
         lambda path, leaf: "deva" if rule(path, leaf) else "fallback", params
     )
+
+
+class DevaState(NamedTuple):
+    """State of :func:`deva`: a count of non-finite gradients around the routed transforms.
+
+    Attributes:
+      nonfinite_count: calls whose gradient had a NaN or infinite entry in any leaf (int32,
+        saturating), matrices and fallback leaves alike.
+      inner_state: the ``optax.partition`` state (``inner_states["deva"]`` for the matrix form,
+        ``inner_states["fallback"]`` for the rest); with ``fallback=None`` the matrix chain's.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> tx = deva(1e-3)
+      >>> params = {"w": jnp.eye(2), "b": jnp.zeros(2)}
+      >>> _, state = tx.update({"w": jnp.eye(2), "b": jnp.array([1.0, jnp.inf])},
+      ...                      tx.init(params), params)
+      >>> int(state.nonfinite_count)
+      1
+    """
+
+    nonfinite_count: jax.Array
+    inner_state: optax.OptState
+
+
+def _counting_nonfinite(
+    inner: optax.GradientTransformation,
+) -> optax.GradientTransformationExtraArgs:
+    """``inner`` with a :class:`DevaState` around its state and the params/updates checks."""
+    inner = optax.with_extra_args_support(inner)
+
+    def init_fn(params):
+        check_floating_tree(params, "params")
+        return DevaState(
+            nonfinite_count=nonfinite_count_init(params), inner_state=inner.init(params)
+        )
+
+    def update_fn(updates, state, params=None, **extra_args):
+        if params is not None:
+            check_tree_like(updates, params, "updates", "params")
+        new_updates, inner_state = inner.update(updates, state.inner_state, params, **extra_args)
+        nonfinite = count_nonfinite(state.nonfinite_count, updates)
+        return new_updates, DevaState(nonfinite_count=nonfinite, inner_state=inner_state)
+
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 
 
 def deva(
@@ -394,11 +506,11 @@ def deva(
     fallback_b2: ArrayLike = 0.95,
     fallback_eps: ArrayLike = 1e-8,
     fallback_weight_decay: ArrayLike = 0.0,
-    precondition_frequency: int = 10,
-    max_precond_dim: int = 10000,
+    precondition_frequency: ArrayLike = 10,
+    max_precond_dim: int | None = None,
     nesterov: bool = True,
     bias_correction: bool = True,
-    ns_steps: int = 5,
+    ns_steps: int | None = None,
     ns_coeffs: Sequence[ArrayLike] = DEFAULT_NS_COEFFS,
     first_step_rescale: bool = True,
 ) -> optax.GradientTransformationExtraArgs:
@@ -414,6 +526,20 @@ def deva(
     the matrix form, which raises on a non-matrix leaf. Routing is done with ``optax.partition``,
     like ``optax.contrib.muon``. Authors' defaults: ``η = 3e-3`` (1e-3 in their LLM runs),
     ``β = (0.95, 0.95)``, ``λ = 0.01``.
+
+    ``optax.inject_hyperparams(deva)(learning_rate=...)`` works with the defaults:
+    ``precondition_frequency`` may be traced; ``max_precond_dim`` and ``ns_steps`` default to
+    None (10000 and 5), since they set shapes and loop counts (list them in ``static_args`` to
+    pass a value). Params must be floating point and gradients must match them leaf by leaf
+    (checked in ``init`` and ``update``, naming the leaf's path).
+
+    Non-finite gradients: the state (:class:`DevaState`) counts the calls whose gradient had a
+    NaN or infinite entry in ``nonfinite_count``; such a gradient enters the moments (and the
+    preconditioners ``L, R``) of the leaves it touches, so their updates are NaN from then on.
+    To skip such steps instead (zero update, state unchanged, counted by optax), compose with
+    ``optax.apply_if_finite``::
+
+        tx = optax.apply_if_finite(deva(3e-3), max_consecutive_errors=10)
 
     Args:
       learning_rate: ``η`` (float or schedule).
@@ -431,16 +557,17 @@ def deva(
       fallback_b2: fallback ``β₂``.
       fallback_eps: AdamW's ``ε`` (``"deva_vector"`` uses its 1e-5 inside the root).
       fallback_weight_decay: fallback decay.
-      precondition_frequency: see :func:`scale_by_deva_matrix` (static).
-      max_precond_dim: see :func:`scale_by_deva_matrix` (static).
+      precondition_frequency: see :func:`scale_by_deva_matrix` (may be traced).
+      max_precond_dim: see :func:`scale_by_deva_matrix` (None: 10000; static).
       nesterov: see :func:`scale_by_deva_matrix` (static).
       bias_correction: see :func:`scale_by_deva_matrix` (static).
-      ns_steps: see :func:`scale_by_deva_matrix` (static).
+      ns_steps: see :func:`scale_by_deva_matrix` (None: 5; static).
       ns_coeffs: see :func:`scale_by_deva_matrix`.
       first_step_rescale: see :func:`scale_by_deva_matrix` (static).
 
     Returns:
-      An ``optax.GradientTransformationExtraArgs`` for any parameter pytree.
+      An ``optax.GradientTransformationExtraArgs`` for any parameter pytree, with a
+      :class:`DevaState`.
 
     Examples:
       >>> import jax.numpy as jnp, optax
@@ -452,12 +579,34 @@ def deva(
       >>> float(jnp.abs(updates["w"]).max()), updates["b"].round(4)  # matrices wait one call
       (0.0, Array([-0.001, -0.001, -0.001], dtype=float32))
 
+      A NaN gradient is counted; under ``optax.apply_if_finite`` the step is skipped:
+
+      >>> bad = {"w": grads["w"], "b": jnp.array([jnp.nan, 0.0, 0.0])}
+      >>> safe = optax.apply_if_finite(tx, max_consecutive_errors=5)
+      >>> safe_state = safe.init(params)
+      >>> skipped, safe_state = safe.update(bad, safe_state, params)
+      >>> float(jnp.abs(skipped["b"]).max()), int(safe_state.total_notfinite)
+      (0.0, 1)
+      >>> _, state = tx.update(bad, state, params)  # without the guard: counted, NaN from now
+      >>> int(state.nonfinite_count)
+      1
+
     References:
       Song et al., DeVA, ICML 2026 (arXiv 2602.06880).
     """
-    if fallback not in _FALLBACKS:
+    if not (fallback is None or isinstance(fallback, str)) or fallback not in _FALLBACKS:
         raise ValueError(f"fallback must be one of {_FALLBACKS}, got {fallback!r}")
+    if matrix_filter is not None and not callable(matrix_filter):
+        raise TypeError(
+            f"matrix_filter must be None or a function (path, leaf) -> bool, got {matrix_filter!r}"
+        )
+    check_learning_rate(learning_rate)
+    if fallback_learning_rate is not None:
+        check_learning_rate(fallback_learning_rate, "fallback_learning_rate")
     check_nonnegative(weight_decay, "weight_decay")
+    check_in_range(fallback_b1, "fallback_b1", 0.0, 1.0)
+    check_in_range(fallback_b2, "fallback_b2", 0.0, 1.0)
+    check_nonnegative(fallback_eps, "fallback_eps")
     check_nonnegative(fallback_weight_decay, "fallback_weight_decay")
     matrix = optax.chain(
         scale_by_deva_matrix(
@@ -471,7 +620,7 @@ def deva(
         optax.scale_by_learning_rate(learning_rate),
     )  # fmt: skip
     if fallback is None:
-        return matrix
+        return _counting_nonfinite(matrix)
     fallback_lr = learning_rate if fallback_learning_rate is None else fallback_learning_rate
     if fallback == "adamw":
         other = optax.adamw(
@@ -482,9 +631,11 @@ def deva(
         other = deva_vector(
             fallback_lr, b1=fallback_b1, b2=fallback_b2, weight_decay=fallback_weight_decay
         )
-    return optax.partition(
-        {"deva": matrix, "fallback": other},
-        lambda params: deva_matrix_labels(params, matrix_filter),
+    return _counting_nonfinite(
+        optax.partition(
+            {"deva": matrix, "fallback": other},
+            lambda params: deva_matrix_labels(params, matrix_filter),
+        )
     )
 
 
@@ -509,7 +660,8 @@ def quadratic_toy_hessian(rng_key: jax.Array, eigenvalues: ArrayLike) -> jax.Arr
       ``H``, float32 ``(K·b, K·b)``.
 
     Raises:
-      ValueError: ``eigenvalues`` is not 2-D.
+      TypeError: ``rng_key`` is not a JAX key, or ``eigenvalues`` not real.
+      ValueError: ``eigenvalues`` is not 2-D or has a non-finite entry.
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -520,6 +672,8 @@ def quadratic_toy_hessian(rng_key: jax.Array, eigenvalues: ArrayLike) -> jax.Arr
     References:
       Song et al., DeVA, ICML 2026 (arXiv 2602.06880), the quadratic experiment.
     """
+    check_key(rng_key)
+    check_real_array(eigenvalues, "eigenvalues")
     eigenvalues = jnp.asarray(eigenvalues, jnp.float32)
     if eigenvalues.ndim != 2:
         raise ValueError(f"eigenvalues must be (blocks, size), got shape {eigenvalues.shape}")

@@ -16,8 +16,6 @@ flags are static). Arguments are validated eagerly when they are concrete (Pytho
 arrays); under ``jax.jit`` the checks are skipped because the values are not known.
 """
 
-from __future__ import annotations
-
 import jax
 import jax.numpy as jnp
 import numpy as np

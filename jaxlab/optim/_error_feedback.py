@@ -15,9 +15,26 @@ Under ``jax.shard_map`` the per-worker buffers (the residual ``e_i``, the estima
 across workers. ``init`` called inside the ``shard_map`` types them as varying over
 ``axis_name`` already, so a ``lax.scan`` over steps accepts the state as its carry; a state built
 outside should enter the ``shard_map`` with ``in_specs=P(axis_name)`` (one state per worker).
-"""
 
-from __future__ import annotations
+Compressors are not callable (see :mod:`jaxlab.optim._compressors`), so
+``optax.inject_hyperparams(error_feedback)(learning_rate=0.1, compressor=top_k(ratio=0.1))`` works
+as written: the compressor passes through unchanged and only ``learning_rate`` is injected.
+``seed`` defaults to ``None`` (the key of seed 0) rather than ``0`` so that ``inject_hyperparams``
+does not inject it: an injected int is a weak-typed int32 that ``optax.MultiSteps`` (or a
+checkpoint restore) turns strong, costing a retrace.
+
+Non-finite values: a NaN or infinite gradient enters the worker's buffer (EF's residual ``e_i``,
+EF21's estimate ``g_i``) and stays there, so every later message is NaN (or, with
+:func:`jaxlab.optim.threshold_top_k`, which never selects a NaN coordinate, finite while the
+residual keeps the NaN). The state's ``nonfinite_count`` counts the calls at which the gradient or
+the buffer held a non-finite value, so it keeps growing while a buffer is poisoned. To skip such
+steps, leaving the buffers as they were, wrap the transform in ``optax.apply_if_finite``::
+
+    tx = optax.apply_if_finite(error_feedback(0.1, top_k(1)), max_consecutive_errors=10)
+
+(it rejects a step whose incoming gradient is not finite, returning a zero update, and counts
+those in its own ``notfinite_count``/``total_notfinite``).
+"""
 
 from typing import Any, NamedTuple
 
@@ -26,7 +43,15 @@ import jax.numpy as jnp
 import optax
 
 from jaxlab._src.sharding import mark_varying
-from jaxlab._src.validation import check_axis_name, check_learning_rate, check_seed
+from jaxlab._src.validation import (
+    check_axis_bound,
+    check_axis_name,
+    check_floating_tree,
+    check_learning_rate,
+    check_seed,
+    check_tree_like,
+    count_nonfinite,
+)
 from jaxlab.optim._compressors import Compressor, identity
 
 __all__ = [
@@ -47,10 +72,13 @@ class ErrorFeedbackState(NamedTuple):
     Attributes:
       count: number of updates so far, int32.
       error: the residual ``e = p - C(p)`` not yet sent, shaped like the params.
-      rng_key: the key the next step's compressor randomness is split from (a typed
-        ``jax.random.key``).
+      rng_key: the key data (``uint32[2]``, from ``jax.random.key_data``) the next step's
+        compressor randomness is split from; stored raw so the state converts to NumPy for
+        checkpoints (a typed key does not).
       bits: cumulative bits this worker has sent, float32 (``count * compressor.tree_bits``;
         float32 because int32 would overflow after 2^31 bits, e.g. 7 dense steps of 10M floats).
+      nonfinite_count: number of updates at which ``e + u`` (the incoming update or the
+        residual) held a NaN or an infinity, int32, saturating (see the module docstring).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -64,6 +92,7 @@ class ErrorFeedbackState(NamedTuple):
     error: optax.Updates
     rng_key: jax.Array
     bits: jax.Array
+    nonfinite_count: jax.Array
 
 
 class ErrorFeedback21State(NamedTuple):
@@ -72,9 +101,12 @@ class ErrorFeedback21State(NamedTuple):
     Attributes:
       count: number of updates so far, int32.
       estimate: the worker's gradient estimate ``g_i``, shaped like the params.
-      rng_key: the key the next step's compressor randomness is split from (a typed
-        ``jax.random.key``).
+      rng_key: the key data (``uint32[2]``, from ``jax.random.key_data``) the next step's
+        compressor randomness is split from; stored raw so the state converts to NumPy for
+        checkpoints (a typed key does not).
       bits: cumulative bits this worker has sent, float32 (see :class:`ErrorFeedbackState`).
+      nonfinite_count: number of updates at which the incoming gradient or the estimate held a
+        NaN or an infinity, int32, saturating (see the module docstring).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -88,6 +120,7 @@ class ErrorFeedback21State(NamedTuple):
     estimate: optax.Updates
     rng_key: jax.Array
     bits: jax.Array
+    nonfinite_count: jax.Array
 
 
 # ------------------------------------------------------------------------------------------------
@@ -98,9 +131,19 @@ def _check_compressor(compressor: Any) -> None:
     if not isinstance(compressor, Compressor):
         raise TypeError(
             "compressor must be a jaxlab.optim.Compressor (top_k, rand_k, scaled_sign, ...), got "
-            f"{type(compressor).__name__} {compressor!r}; with optax.inject_hyperparams list "
-            "'compressor' in static_args"
+            f"{type(compressor).__name__} {compressor!r}"
         )
+
+
+def _check_seed(seed: Any) -> None:
+    if seed is not None:
+        check_seed(seed)
+
+
+def _check_update(updates: Any, buffer: Any, buffer_name: str, axis_name: Any) -> None:
+    """Eager (trace-time) checks of one update: the updates match the state, the axis is bound."""
+    check_tree_like(updates, buffer, "updates", f"the state's {buffer_name}")
+    check_axis_bound(axis_name)
 
 
 def _worker_key(step_key: jax.Array, axis_name: Any) -> jax.Array:
@@ -121,11 +164,15 @@ def _mean_over_workers(tree: Any, axis_name: Any) -> Any:
 
 def _initial_state(state_cls: type, params: Any, axis_name: Any, seed: Any) -> Any:
     """Count 0, a zero per-worker buffer (EF's residual, EF21's estimate), the key, no bits."""
+    # Integer params would truncate the buffer built like them (a residual of 0.5 stored as 0).
+    check_floating_tree(params, "params")
     return state_cls(
         jnp.zeros([], jnp.int32),
         mark_varying(optax.tree.zeros_like(params), axis_name),
-        jax.random.key(seed),
+        jax.random.key_data(jax.random.key(0 if seed is None else seed)),
         jnp.zeros([], jnp.float32),
+        # Per worker, like the buffer it watches.
+        mark_varying(jnp.zeros([], jnp.int32), axis_name),
     )
 
 
@@ -133,7 +180,7 @@ def scale_by_error_feedback(
     compressor: Compressor,
     *,
     axis_name: str | None = None,
-    seed: int = 0,
+    seed: int | None = None,
 ) -> optax.GradientTransformationExtraArgs:
     """Classic error feedback on already step-scaled updates: send ``C(e + u)``, keep the rest.
 
@@ -153,14 +200,17 @@ def scale_by_error_feedback(
       compressor: a :class:`jaxlab.optim.Compressor`.
       axis_name: the workers' axis (``jax.vmap``/``jax.shard_map``/mesh axis name) or ``None``
         for one worker.
-      seed: seed of the state's key (random compressors); every worker starts from the same key
-        and folds in its ``axis_index`` each step.
+      seed: seed of the state's key (random compressors), ``None`` for seed 0; every worker
+        starts from the same key and folds in its ``axis_index`` each step.
 
     Returns:
       An ``optax.GradientTransformationExtraArgs`` with state :class:`ErrorFeedbackState`.
 
     Raises:
-      TypeError: ``compressor`` is not a ``Compressor``, or a bad ``axis_name``/``seed`` type.
+      TypeError: ``compressor`` is not a ``Compressor``, or a bad ``axis_name``/``seed`` type;
+        in ``init``, params with a non-floating leaf; in ``update``, a non-floating update.
+      ValueError: in ``update``, updates whose structure or shapes differ from the state's, or
+        an ``axis_name`` that no enclosing ``jax.vmap``/``jax.shard_map`` binds.
 
     Examples:
       >>> import jax.numpy as jnp, optax
@@ -178,22 +228,30 @@ def scale_by_error_feedback(
     """
     _check_compressor(compressor)
     check_axis_name(axis_name)
-    check_seed(seed)
+    _check_seed(seed)
 
     def init_fn(params):
         return _initial_state(ErrorFeedbackState, params, axis_name, seed)
 
     def update_fn(updates, state, params=None, **extra_args):
         del params, extra_args
-        next_key, step_key = jax.random.split(state.rng_key)
+        _check_update(updates, state.error, "error", axis_name)
+        next_key, step_key = jax.random.split(jax.random.wrap_key_data(state.rng_key))
         worker_key = _worker_key(step_key, axis_name)
         # The sum is formed in the updates' dtype and the residual stored in the state's.
         p = optax.tree.add(optax.tree.cast_like(state.error, updates), updates)
-        c = compressor(p, worker_key)
+        c = compressor.tree_compress(p, worker_key)
         error = optax.tree.cast_like(optax.tree.sub(p, c), state.error)
         count = optax.safe_increment(state.count)
         bits = count.astype(jnp.float32) * jnp.float32(compressor.tree_bits(updates))
-        new_state = ErrorFeedbackState(count=count, error=error, rng_key=next_key, bits=bits)
+        new_state = ErrorFeedbackState(
+            count=count,
+            error=error,
+            rng_key=jax.random.key_data(next_key),
+            bits=bits,
+            # p = e + u is non-finite when the update or the residual is.
+            nonfinite_count=count_nonfinite(state.nonfinite_count, p),
+        )
         return _mean_over_workers(c, axis_name), new_state
 
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
@@ -204,7 +262,7 @@ def error_feedback(
     compressor: Compressor,
     *,
     axis_name: str | None = None,
-    seed: int = 0,
+    seed: int | None = None,
 ) -> optax.GradientTransformationExtraArgs:
     """Distributed gradient descent with classic error feedback (EF).
 
@@ -216,8 +274,10 @@ def error_feedback(
     With the identity compressor it is ``optax.sgd(learning_rate)``. On ``L``-smooth,
     ``mu``-strongly convex ``f_i`` sharing a minimiser, the tight analysis gives the optimal step
     ``eta* = (2 / mean(L_i + mu_i)) alpha / (1 + sqrt(1 - alpha))^2`` (see
-    ``jaxlab.optim.ef_optimal_step_size``). With ``optax.inject_hyperparams`` list
-    ``"compressor"`` in ``static_args``.
+    ``jaxlab.optim.ef_optimal_step_size``). ``optax.inject_hyperparams(error_feedback)`` needs
+    no ``static_args`` (a compressor is not taken for a schedule). Non-finite gradients are
+    counted in the state's ``nonfinite_count``; see the module docstring for what happens to the
+    residual and for the ``optax.apply_if_finite`` composition that skips such steps.
 
     Args:
       learning_rate: the step ``eta`` (a number, an array or an optax schedule). A concrete
@@ -225,7 +285,7 @@ def error_feedback(
         ``optax.inject_hyperparams``) is used as given.
       compressor: a :class:`jaxlab.optim.Compressor`.
       axis_name: the workers' axis name, or ``None`` for one worker.
-      seed: seed of the state's key (random compressors).
+      seed: seed of the state's key (random compressors), ``None`` for seed 0.
 
     Returns:
       An ``optax.GradientTransformationExtraArgs``.
@@ -267,7 +327,7 @@ def scale_by_error_feedback_21(
     *,
     init: str = "full",
     axis_name: str | None = None,
-    seed: int = 0,
+    seed: int | None = None,
 ) -> optax.GradientTransformationExtraArgs:
     """EF21's gradient tracking: move each worker's estimate by a compressed correction.
 
@@ -293,7 +353,7 @@ def scale_by_error_feedback_21(
       compressor: a :class:`jaxlab.optim.Compressor`.
       init: ``"full"``, ``"compressed"`` or ``"zero"`` (static).
       axis_name: the workers' axis name, or ``None`` for one worker.
-      seed: seed of the state's key (random compressors).
+      seed: seed of the state's key (random compressors), ``None`` for seed 0.
 
     Returns:
       An ``optax.GradientTransformationExtraArgs`` with state :class:`ErrorFeedback21State`;
@@ -301,8 +361,9 @@ def scale_by_error_feedback_21(
       every other one.
 
     Raises:
-      ValueError: an unknown ``init``.
-      TypeError: ``compressor`` is not a ``Compressor``.
+      ValueError: an unknown ``init``; in ``update``, updates whose structure or shapes differ
+        from the state's, or an unbound ``axis_name``.
+      TypeError: ``compressor`` is not a ``Compressor``; non-floating params or updates.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -321,10 +382,10 @@ def scale_by_error_feedback_21(
       Optimization", ICML 2026 (arXiv 2605.31594).
     """
     _check_compressor(compressor)
-    if init not in _INITS:
+    if not isinstance(init, str) or init not in _INITS:
         raise ValueError(f"init must be one of {_INITS}, got {init!r}")
     check_axis_name(axis_name)
-    check_seed(seed)
+    _check_seed(seed)
     full_init = init == "full"
     dense = identity(scope=compressor.scope)
 
@@ -333,10 +394,12 @@ def scale_by_error_feedback_21(
 
     def update_fn(updates, state, params=None, **extra_args):
         del params, extra_args
-        next_key, step_key = jax.random.split(state.rng_key)
+        _check_update(updates, state.estimate, "estimate", axis_name)
+        next_key, step_key = jax.random.split(jax.random.wrap_key_data(state.rng_key))
         worker_key = _worker_key(step_key, axis_name)
         estimate = optax.tree.cast_like(state.estimate, updates)
-        correction = compressor(optax.tree.sub(updates, estimate), worker_key)
+        difference = optax.tree.sub(updates, estimate)
+        correction = compressor.tree_compress(difference, worker_key)
         new_estimate = optax.tree.add(estimate, correction)
         count = optax.safe_increment(state.count)
         step_bits = jnp.float32(compressor.tree_bits(updates))
@@ -351,8 +414,10 @@ def scale_by_error_feedback_21(
         new_state = ErrorFeedback21State(
             count=count,
             estimate=optax.tree.cast_like(new_estimate, state.estimate),
-            rng_key=next_key,
+            rng_key=jax.random.key_data(next_key),
             bits=bits,
+            # grad - g is non-finite when the gradient or the estimate is.
+            nonfinite_count=count_nonfinite(state.nonfinite_count, difference),
         )
         return _mean_over_workers(new_estimate, axis_name), new_state
 
@@ -365,7 +430,7 @@ def error_feedback_21(
     *,
     init: str = "full",
     axis_name: str | None = None,
-    seed: int = 0,
+    seed: int | None = None,
 ) -> optax.GradientTransformationExtraArgs:
     """Distributed gradient descent with EF21 (Richtarik et al. 2021), as analysed tightly.
 
@@ -377,8 +442,9 @@ def error_feedback_21(
 
     With the identity compressor it is ``optax.sgd(learning_rate)``. The tight analysis gives the
     optimal step ``eta* = (2 / mean(L_i + mu_i)) alpha / (1 + sqrt(1 - alpha))^2`` and the rate
-    ``rho*`` (see ``jaxlab.optim.ef_optimal_step_size`` and ``ef_tight_rate``). With
-    ``optax.inject_hyperparams`` list ``"compressor"`` in ``static_args``.
+    ``rho*`` (see ``jaxlab.optim.ef_optimal_step_size`` and ``ef_tight_rate``).
+    ``optax.inject_hyperparams(error_feedback_21)`` needs no ``static_args``. Non-finite
+    gradients are counted in the state's ``nonfinite_count`` (see the module docstring).
 
     Args:
       learning_rate: the step ``eta`` (a number, an array or an optax schedule). A concrete
@@ -387,7 +453,7 @@ def error_feedback_21(
       compressor: a :class:`jaxlab.optim.Compressor`.
       init: ``"full"``, ``"compressed"`` or ``"zero"``, see :func:`scale_by_error_feedback_21`.
       axis_name: the workers' axis name, or ``None`` for one worker.
-      seed: seed of the state's key (random compressors).
+      seed: seed of the state's key (random compressors), ``None`` for seed 0.
 
     Returns:
       An ``optax.GradientTransformationExtraArgs``.

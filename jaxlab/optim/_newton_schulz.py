@@ -6,15 +6,14 @@ DeVA reference additionally tightens the first step with the Schatten-8 estimate
 implementation and every jaxlab caller uses it.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: annotations stay real objects at run time.
 from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_bool, check_int
+from jaxlab._src.validation import check_bool, check_int, check_real
 
 __all__ = ["newton_schulz_msign"]
 
@@ -52,6 +51,11 @@ def newton_schulz_msign(
     Returns:
       An array of ``x``'s shape and dtype with singular values near 1.
 
+    Raises:
+      TypeError: ``x`` is not floating point (integer coefficients would truncate), ``steps`` is
+        not a static int, or a coefficient is not a real number.
+      ValueError: ``x`` is not 2-D, ``steps < 1``, or ``coeffs`` is not three finite reals.
+
     Examples:
       >>> import jax, jax.numpy as jnp
       >>> m = jax.random.normal(jax.random.key(0), (16, 8))
@@ -64,13 +68,21 @@ def newton_schulz_msign(
       Adaptive Gradient Descent for Unified Vector and Matrix Optimization", ICML 2026
       (arXiv 2602.06880); Jordan et al., "Muon: an optimizer for hidden layers" (2024).
     """
+    if isinstance(x, str | bytes) or x is None:
+        raise TypeError(f"x must be a 2-D floating-point array, got {type(x).__name__} {x!r}")
     x = jnp.asarray(x)
     if x.ndim != 2:
         raise ValueError(f"x must be a 2-D matrix, got shape {x.shape}")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise TypeError(f"x must have a floating dtype, got {x.dtype}")
     steps = check_int(steps, "steps", minimum=1)
     check_bool(first_step_rescale, "first_step_rescale")
+    if isinstance(coeffs, str | bytes) or not hasattr(coeffs, "__len__"):
+        raise TypeError(f"coeffs must be a sequence (a, b, c) of reals, got {coeffs!r}")
     if len(coeffs) != 3:
         raise ValueError(f"coeffs must be (a, b, c), got {coeffs!r}")
+    for index, value in enumerate(coeffs):
+        check_real(value, f"coeffs[{index}]")
     dtype = x.dtype
     a, b, c = (jnp.asarray(v).astype(dtype) for v in coeffs)
     transposed = x.shape[0] > x.shape[1]

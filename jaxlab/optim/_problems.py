@@ -16,8 +16,6 @@ References:
   Distributed Optimization", ICML 2026 (arXiv 2605.31594).
 """
 
-from __future__ import annotations
-
 import functools
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
@@ -31,10 +29,13 @@ from jax.typing import ArrayLike
 from jaxlab._src.validation import (
     check_axis_name,
     check_int,
+    check_key,
     check_learning_rate,
     check_nonnegative,
     check_positive,
     check_positive_int,
+    check_real,
+    check_real_array,
 )
 from jaxlab.optim._compressors import Compressor
 from jaxlab.optim._ef_theory import linear_one_step_matrix
@@ -134,6 +135,7 @@ def distributed_least_squares(
       >>> bool(np.all(problem.strong_convexity > 0)), round(problem.optimal_value, 12)
       (True, 0.0)
     """
+    check_key(rng_key)
     num_workers = check_positive_int(num_workers, "num_workers")
     rows = check_positive_int(rows, "rows")
     dim = check_positive_int(dim, "dim")
@@ -230,8 +232,15 @@ def logistic_reference_minimiser(features: ArrayLike, labels: ArrayLike, l2: flo
     import scipy.optimize
 
     l2 = check_positive(l2, "l2")
-    a = np.asarray(features, np.float64)
-    b = np.asarray(labels, np.float64)
+    a = check_real_array(features, "features")
+    b = check_real_array(labels, "labels")
+    if a is None or b is None:
+        raise TypeError("features and labels must be concrete arrays (scipy runs on the host)")
+    if a.ndim < 2 or b.shape != a.shape[:-1]:
+        raise ValueError(
+            "features must be (..., rows, dim) and labels (..., rows), got shapes "
+            f"{a.shape} and {b.shape}"
+        )
     a, b = a.reshape(-1, a.shape[-1]), b.reshape(-1)
 
     def value(x):
@@ -401,7 +410,9 @@ def compressed_gradient_descent(
       A stateless ``optax.GradientTransformationExtraArgs``.
 
     Raises:
-      TypeError: ``compressor`` is not a deterministic ``Compressor``.
+      TypeError: ``compressor`` is not a deterministic ``Compressor``, or ``learning_rate`` is a
+        schedule or not a number.
+      ValueError: a negative or non-finite concrete ``learning_rate``.
 
     Examples:
       >>> from jaxlab.optim import compressed_gradient_descent, top_k
@@ -410,6 +421,11 @@ def compressed_gradient_descent(
       >>> updates.tolist()  # top-1 keeps -3.0: the update is -0.5 * (0, -3)
       [-0.0, 1.5]
     """
+    if callable(learning_rate):
+        raise TypeError(
+            "learning_rate must be a number or a scalar array (no schedule; for a scheduled step "
+            f"use optax.inject_hyperparams(compressed_gradient_descent)), got {learning_rate!r}"
+        )
     check_learning_rate(learning_rate)
     if not isinstance(compressor, Compressor) or not compressor.deterministic:
         raise TypeError(
@@ -424,7 +440,7 @@ def compressed_gradient_descent(
 
     def update(updates, state, params=None, **extra_args):
         del params, extra_args
-        messages = compressor(updates)
+        messages = compressor.tree_compress(updates)
         if axis_name is not None:
             messages = jax.lax.pmean(messages, axis_name)
         return jax.tree.map(lambda m: -learning_rate * m, messages), state
@@ -599,6 +615,11 @@ def run_distributed(
     """
     if measure not in _MEASURES:
         raise ValueError(f"measure must be one of {_MEASURES}, got {measure!r}")
+    if not isinstance(problem, DistributedProblem):
+        raise TypeError(f"problem must be a DistributedProblem, got {type(problem).__name__}")
+    if not callable(transform):
+        raise TypeError(f"transform must be a callable step_size -> transform, got {transform!r}")
+    check_positive(tolerance, "tolerance")
     max_steps = check_positive_int(max_steps, "max_steps")
     chunk = check_positive_int(chunk, "chunk")
     check_axis_name(axis_name)
@@ -694,6 +715,9 @@ def rotation_instance_rates(
       >>> print(f"{rates.max():.5f} {float(ef_tight_rate(10.0, 0.5)):.5f}")
       0.93937 0.93937
     """
+    # Checked here (eagerly): inside the vmapped matrices they are traced and pass unchecked.
+    check_real_array(curvature, "curvature", minimum=0.0, include_minimum=False)
+    check_real_array(theta, "theta")
     curvature, theta = np.asarray(curvature, np.float64), np.asarray(theta, np.float64)
     if curvature.ndim != 2 or curvature.shape != theta.shape:
         raise ValueError(
@@ -701,7 +725,8 @@ def rotation_instance_rates(
             f"{curvature.shape} and {theta.shape}"
         )
     # Python floats: a numpy scalar would be a strongly typed argument and compile again.
-    step_size, alpha = check_positive(step_size, "step_size"), float(alpha)
+    step_size = check_positive(step_size, "step_size")
+    alpha = check_real(alpha, "alpha", minimum=0.0, maximum=1.0, include_minimum=False)
     out = []
     for start in range(0, curvature.shape[0], _BATCH):
         lam, ang = curvature[start : start + _BATCH], theta[start : start + _BATCH]
@@ -757,6 +782,12 @@ def worst_case_rate(
       >>> print(f"{worst:.5f} {float(ef_tight_rate(10.0, 0.5)):.5f}")
       0.93937 0.93937
     """
+    check_real_array(smallest, "smallest", minimum=0.0, include_minimum=False)
+    check_real_array(largest, "largest", minimum=0.0, include_minimum=False)
+    check_positive(step_size, "step_size")
+    check_real(alpha, "alpha", minimum=0.0, maximum=1.0, include_minimum=False)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {rng!r}")
     small, big = np.asarray(smallest, np.float64), np.asarray(largest, np.float64)
     if small.ndim != 1 or small.shape != big.shape:
         raise ValueError(

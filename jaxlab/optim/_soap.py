@@ -10,8 +10,7 @@ References:
   Stabilizing Shampoo using Adam", ICLR 2025 (arXiv 2409.11321).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: optax's tests read the annotations at run time.
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -20,9 +19,26 @@ import jax.numpy as jnp
 import optax
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_bool, check_in_range, check_int, check_positive
+from jaxlab._src.validation import (
+    check_bool,
+    check_floating_tree,
+    check_in_range,
+    check_int,
+    check_positive,
+    check_traceable_int,
+    check_tree_like,
+    count_nonfinite,
+    is_concrete,
+    nonfinite_count_init,
+)
 
 __all__ = ["ScaleBySoapState", "scale_by_soap"]
+
+# ``max_precond_dim=None``: sides up to this length are rotated (the SOAP reference's 10000).
+DEFAULT_MAX_PRECOND_DIM = 10_000
+# Shape-setting ints default to None so that ``optax.inject_hyperparams`` (which injects every
+# numeric default as a traced array) leaves them alone; precondition_frequency only enters
+# ``count % frequency`` and may be traced.
 
 
 class EigenbasisLeaf(NamedTuple):
@@ -49,6 +65,7 @@ class ScaleBySoapState(NamedTuple):
       right: ``R``, the EMA of ``GᵀG``, ``(m, m)`` (``(0, 0)`` if not rotated).
       basis_left: ``Q_L`` (columns in descending eigenvalue order).
       basis_right: ``Q_R``.
+      nonfinite_count: calls whose gradient had a NaN or infinite entry (int32, saturating).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -64,6 +81,7 @@ class ScaleBySoapState(NamedTuple):
     right: optax.Updates
     basis_left: optax.Updates
     basis_right: optax.Updates
+    nonfinite_count: jax.Array
 
 
 def f32(x: ArrayLike) -> jax.Array:
@@ -81,6 +99,19 @@ def check_betas(b1: Any, b2: Any, eps: Any, shampoo_beta: Any) -> None:
 
 def _leaf_name(path) -> str:
     return jax.tree_util.keystr(path) if path else "the params"
+
+
+def check_max_precond_dim(max_precond_dim: Any) -> int:
+    """``None`` (the default 10000) or a static int >= 1: it sets the preconditioner shapes."""
+    if max_precond_dim is None:
+        return DEFAULT_MAX_PRECOND_DIM
+    if not is_concrete(max_precond_dim):
+        raise TypeError(
+            "max_precond_dim sets the preconditioners' shapes, so it must be a static int: "
+            "leave it None (10000) or list it in optax.inject_hyperparams(..., "
+            "static_args=('max_precond_dim',))"
+        )
+    return check_int(max_precond_dim, "max_precond_dim", minimum=1)
 
 
 def _side_sizes(shape, max_precond_dim):
@@ -175,20 +206,24 @@ def eigenbasis_transform(
     *,
     state_cls: type,
     method: str,
-    precondition_frequency: int,
-    max_precond_dim: int,
+    precondition_frequency: ArrayLike,
+    max_precond_dim: int | None,
     bias_correction: bool,
 ) -> optax.GradientTransformationExtraArgs:
     """The shared SOAP bookkeeping around ``make_direction()`` (called inside each update).
 
-    ``state_cls`` is the NamedTuple ``(count, mu, nu, left, right, basis_left, basis_right)`` of
-    the transform; ``method`` names it in the error for a non-matrix leaf.
+    ``state_cls`` is the NamedTuple ``(count, mu, nu, left, right, basis_left, basis_right,
+    nonfinite_count)`` of the transform; ``method`` names it in the error for a non-matrix leaf.
     """
-    frequency = check_int(precondition_frequency, "precondition_frequency", minimum=1)
-    max_dim = check_int(max_precond_dim, "max_precond_dim", minimum=1)
+    frequency = check_traceable_int(precondition_frequency, "precondition_frequency", minimum=1)
+    if frequency is None:  # traced (injected): the int32 of the step count
+        frequency = jnp.asarray(precondition_frequency).astype(jnp.int32)
+    max_dim = check_max_precond_dim(max_precond_dim)
     check_bool(bias_correction, "bias_correction")
 
     def init_fn(params):
+        check_floating_tree(params, "params")
+
         def leaf(path, p):
             if jnp.ndim(p) != 2:
                 raise ValueError(
@@ -214,10 +249,11 @@ def eigenbasis_transform(
             jax.tree.map(lambda _, leaf_state: leaf_state[i], params, per_leaf)
             for i in range(len(EigenbasisLeaf._fields))
         ]
-        return state_cls(jnp.zeros([], jnp.int32), *fields)
+        return state_cls(jnp.zeros([], jnp.int32), *fields, nonfinite_count_init(params))
 
     def update_fn(updates, state, params=None, **extra_args):
         del params, extra_args
+        check_tree_like(updates, state.mu, "updates", "the state")
         beta2 = f32(b2)
         shampoo = beta2 if shampoo_beta is None else f32(shampoo_beta)
         hp = (f32(b1), beta2, shampoo)
@@ -229,13 +265,17 @@ def eigenbasis_transform(
                 g, s, count, hp, direction, bias_correction=bias_correction, frequency=frequency
             )
 
-        out = jax.tree.map(lambda g, *fields: leaf(g, EigenbasisLeaf(*fields)), updates, *state[1:])
+        statistics = state[1 : 1 + len(EigenbasisLeaf._fields)]
+        out = jax.tree.map(
+            lambda g, *fields: leaf(g, EigenbasisLeaf(*fields)), updates, *statistics
+        )
         new_updates = jax.tree.map(lambda _, o: o[0], updates, out)
         fields = [
             jax.tree.map(lambda _, o: o[1][i], updates, out)
             for i in range(len(EigenbasisLeaf._fields))
         ]
-        return new_updates, state_cls(optax.safe_increment(count), *fields)
+        nonfinite = count_nonfinite(state.nonfinite_count, updates)
+        return new_updates, state_cls(optax.safe_increment(count), *fields, nonfinite)
 
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 
@@ -246,8 +286,8 @@ def scale_by_soap(
     eps: ArrayLike = 1e-8,
     shampoo_beta: ArrayLike | None = None,
     *,
-    precondition_frequency: int = 10,
-    max_precond_dim: int = 10000,
+    precondition_frequency: ArrayLike = 10,
+    max_precond_dim: int | None = None,
 ) -> optax.GradientTransformationExtraArgs:
     r"""SOAP: Adam's step in the eigenbasis of Shampoo's preconditioners, for 2-D leaves.
 
@@ -265,13 +305,22 @@ def scale_by_soap(
     :func:`jaxlab.optim.scale_by_deva_matrix` with Adam's direction (the ``deva`` experiment's
     baseline). Every leaf must be 2-D (route others with ``optax.partition``).
 
+    Params must be floating point and each gradient must match the state's shapes (checked, the
+    leaf's path named). A NaN or infinite gradient is counted in ``nonfinite_count`` and, as in
+    Adam, enters ``m``, ``v``, ``L`` and ``R``, so every later update is NaN; to skip such steps
+    (state left as it was) wrap the transform in ``optax.apply_if_finite``, as shown for
+    :func:`jaxlab.optim.deva`.
+
     Args:
       b1: ``β₁ ∈ [0, 1)``.
       b2: ``β₂ ∈ [0, 1)``.
       eps: ``ε > 0`` added to ``√v``.
       shampoo_beta: ``β_s`` of ``L, R`` (None: ``b2``).
-      precondition_frequency: calls between basis refreshes (static).
-      max_precond_dim: sides longer than this are not rotated (static).
+      precondition_frequency: calls between basis refreshes, an int ``>= 1`` (may be traced, so
+        ``optax.inject_hyperparams`` can inject it).
+      max_precond_dim: sides longer than this are not rotated; None means 10000. It sets the
+        state's shapes, so it is static (list it in ``static_args`` to pass it through
+        ``optax.inject_hyperparams``).
 
     Returns:
       An ``optax.GradientTransformationExtraArgs`` (the descent direction; chain a negative lr).

@@ -7,7 +7,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxlab._src.validation import check_real
+from jaxlab._src.validation import check_real, check_real_array
 
 __all__ = ["LinearPhaseFit", "linear_phase_fit"]
 
@@ -62,6 +62,11 @@ def linear_phase_fit(
       end_fraction: the window's lower end, relative to ``gap_0``.
       tail_fraction: the fraction of the curve averaged into ``𝓛_∞``.
 
+    Raises:
+      TypeError: ``times`` or ``objective`` is not a real array.
+      ValueError: a fraction is outside ``(0, 1]``, an entry is not finite (a diverged run's NaN
+        objective is an error, not a curve to fit), or the shapes differ.
+
     Returns:
       A :class:`LinearPhaseFit`; with fewer than 3 window points (or ``gap_0 ≤ 0``) no fit is
       made (``fitted=False``, ``slope=nan``, ``r2=0``).
@@ -82,7 +87,9 @@ def linear_phase_fit(
     for name, value in (("start_fraction", start_fraction), ("end_fraction", end_fraction)):
         check_real(value, name, minimum=0.0, maximum=1.0, include_minimum=False)
     check_real(tail_fraction, "tail_fraction", minimum=0.0, maximum=1.0, include_minimum=False)
-    times, objective = np.asarray(times, dtype=float), np.asarray(objective, dtype=float)
+    times, objective = check_real_array(times, "times"), check_real_array(objective, "objective")
+    if times is None or objective is None:
+        raise TypeError("times and objective must be concrete arrays (the fit runs on the host)")
     if times.ndim != 1 or times.shape != objective.shape:
         raise ValueError(
             f"times and objective must be 1-D of one length, got {times.shape}, {objective.shape}"

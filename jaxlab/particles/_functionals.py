@@ -16,8 +16,15 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from jaxlab._src.validation import check_int, check_nonnegative, check_positive
+from jaxlab._src.validation import (
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_real_array,
+    is_concrete,
+)
 from jaxlab.particles._mfld import MeanFieldFunctional
 
 __all__ = [
@@ -32,6 +39,21 @@ __all__ = [
 # Below this |rate| the closed forms 1/a - 1/(e^a - 1) and 1/a² - e^a/(e^a - 1)² cancel
 # catastrophically; their Taylor series (error O(a⁴) and O(a⁴)) are used instead.
 _SERIES_BELOW = 1e-2
+
+
+def _real_array(value, name: str) -> jax.Array:
+    """``value`` as a JAX array, its entries checked finite and real when concrete."""
+    check_real_array(value, name)
+    return jnp.asarray(value)
+
+
+def _check_particle(x: jax.Array, dim: int, what: str) -> None:
+    """A particle of the functional's dimension (checked at trace time, on shapes only)."""
+    if tuple(x.shape) != (dim,):
+        raise ValueError(
+            f"positions must have dimension {dim} ({what}), got a particle of shape "
+            f"{tuple(x.shape)}"
+        )
 
 
 def _unit_mean(rate: jax.Array) -> jax.Array:
@@ -70,6 +92,10 @@ def truncated_exponential_moments(
     Returns:
       ``(mean, variance)``, shaped like ``rate``.
 
+    Raises:
+      TypeError: an argument is not real.
+      ValueError: a concrete argument is not finite, or ``upper <= lower``.
+
     Examples:
       >>> import jax.numpy as jnp
       >>> mean, variance = truncated_exponential_moments(jnp.array([3.0, 0.0]))
@@ -81,7 +107,11 @@ def truncated_exponential_moments(
     References:
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621).
     """
-    rate, lower, upper = jnp.asarray(rate), jnp.asarray(lower), jnp.asarray(upper)
+    rate, lower, upper = (
+        _real_array(v, n) for v, n in ((rate, "rate"), (lower, "lower"), (upper, "upper"))
+    )
+    if is_concrete(lower) and is_concrete(upper) and not bool(jnp.all(upper > lower)):
+        raise ValueError(f"upper must be > lower everywhere, got lower={lower}, upper={upper}")
     width = upper - lower
     unit = rate * width
     return lower + width * _unit_mean(unit), width**2 * _unit_variance(unit)
@@ -108,11 +138,12 @@ def linear_potential_functional(coefficient: jax.typing.ArrayLike) -> MeanFieldF
     References:
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621).
     """
-    coefficient = jnp.asarray(coefficient)
+    coefficient = _real_array(coefficient, "coefficient")
     if coefficient.ndim != 1:
         raise ValueError(f"coefficient must have shape (dim,), got {coefficient.shape}")
 
     def gradient(x, mean):
+        _check_particle(x, coefficient.shape[0], "one per coefficient")
         return jnp.broadcast_to(coefficient.astype(x.dtype), x.shape)
 
     def objective(mean):
@@ -152,7 +183,8 @@ def interacting_box_functional(
     References:
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621).
     """
-    coefficient, target = jnp.asarray(coefficient), jnp.asarray(target)
+    coefficient = _real_array(coefficient, "coefficient")
+    target = _real_array(target, "target")
     if coefficient.ndim != 1 or coefficient.shape != target.shape:
         raise ValueError(
             "coefficient and target must both have shape (dim,), got "
@@ -161,6 +193,7 @@ def interacting_box_functional(
     check_nonnegative(interaction, "interaction")
 
     def gradient(x, mean):
+        _check_particle(x, coefficient.shape[0], "one per coefficient")
         c, m = coefficient.astype(x.dtype), target.astype(x.dtype)
         return jnp.broadcast_to(c + interaction * (mean - m), x.shape)
 
@@ -215,7 +248,9 @@ def interacting_box_fixed_point(
       :class:`BoxFixedPoint` ``(mean, rates)``.
 
     Raises:
-      ValueError: ``entropy_weight <= 0`` or ``interaction < 0``.
+      TypeError: a number or array is not real.
+      ValueError: ``entropy_weight <= 0``, ``interaction < 0``, a shape mismatch, a non-finite
+        entry or ``upper <= lower``.
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -232,7 +267,25 @@ def interacting_box_fixed_point(
     check_positive(entropy_weight, "entropy_weight")
     check_nonnegative(interaction, "interaction")
     check_int(iterations, "iterations", minimum=1)
-    coefficient, target = jnp.asarray(coefficient), jnp.asarray(target)
+    coefficient = _real_array(coefficient, "coefficient")
+    target = _real_array(target, "target")
+    if coefficient.ndim != 1 or coefficient.shape != target.shape:
+        raise ValueError(
+            "coefficient and target must both have shape (dim,), got "
+            f"{coefficient.shape} and {target.shape}"
+        )
+    lower, upper = _real_array(lower, "lower"), _real_array(upper, "upper")
+    for name, bound in (("lower", lower), ("upper", upper)):
+        try:
+            fits = np.broadcast_shapes(bound.shape, coefficient.shape) == coefficient.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(
+                f"{name} must be a scalar or have shape {coefficient.shape}, got {bound.shape}"
+            )
+    if is_concrete(lower) and is_concrete(upper) and not bool(jnp.all(upper > lower)):
+        raise ValueError(f"upper must be > lower everywhere, got lower={lower}, upper={upper}")
     dtype = jnp.result_type(coefficient.dtype, float)
     coefficient, target = coefficient.astype(dtype), target.astype(dtype)
     lower = jnp.broadcast_to(jnp.asarray(lower, dtype), coefficient.shape)
@@ -303,7 +356,7 @@ def two_layer_network_functional(
       Mei, Montanari & Nguyen, "A mean field view of the landscape of two-layer neural
       networks", PNAS 2018; Gu & Kim, ICML 2026 (arXiv 2505.02621).
     """
-    inputs, targets = jnp.asarray(inputs), jnp.asarray(targets)
+    inputs, targets = _real_array(inputs, "inputs"), _real_array(targets, "targets")
     if inputs.ndim != 2 or targets.shape != (inputs.shape[0],):
         raise ValueError(
             f"inputs must be (n, p) and targets (n,), got {inputs.shape} and {targets.shape}"
@@ -311,9 +364,11 @@ def two_layer_network_functional(
     n = inputs.shape[0]
 
     def outputs(theta):
+        _check_particle(theta, inputs.shape[1] + 1, "a neuron (a, w) with w of the inputs' width")
         return theta[0] * jnp.tanh(inputs.astype(theta.dtype) @ theta[1:])
 
     def gradient(theta, network_outputs):
+        _check_particle(theta, inputs.shape[1] + 1, "a neuron (a, w) with w of the inputs' width")
         x = inputs.astype(theta.dtype)
         residual = network_outputs - targets.astype(theta.dtype)
         activation = jnp.tanh(x @ theta[1:])

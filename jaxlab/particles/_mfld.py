@@ -35,7 +35,15 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxlab._src.sampling import SamplingAlgorithm, particle_noise
-from jaxlab._src.validation import check_int, check_positive, check_real, is_concrete
+from jaxlab._src.validation import (
+    check_axis_bound,
+    check_axis_name,
+    check_int,
+    check_key,
+    check_positive,
+    check_real,
+    is_concrete,
+)
 from jaxlab.particles._mirror_maps import MirrorMap, euclidean_mirror_map
 
 __all__ = [
@@ -126,12 +134,21 @@ class MFLDInfo(NamedTuple):
         on ``ℝ^d``).
       boundary_fraction: the fraction of particles on (or outside) ``∂𝒳`` after the step.
       clip_count: how many particles the step's clip (or projection) moved.
+      outside_count: how many particles began the step outside the closed domain or with a
+        non-finite coordinate (boundary distance ``< 0`` or NaN). ``init`` rejects such
+        concrete positions; this reports them for traced positions and for states built by
+        hand. Their step is meaningless (the primal scheme's ``G^{-1/2}`` is NaN outside the
+        box, the dual scheme clips them back inside), so a run with ``outside_count > 0``
+        should be discarded.
+      nonfinite_count: how many particles hold a non-finite coordinate after the step (from a
+        bad start, a NaN/inf gradient, step size or entropy weight); the kernel does not mask
+        them, it reports them.
 
     Examples:
       >>> import jax.numpy as jnp
       >>> info = MFLDInfo(jnp.zeros(1), jnp.nan, jnp.nan, jnp.nan, 0.1, 0.0, 0)
-      >>> info.boundary_distance
-      0.1
+      >>> info.boundary_distance, info.outside_count, info.nonfinite_count
+      (0.1, 0, 0)
     """
 
     statistics: Any
@@ -141,22 +158,37 @@ class MFLDInfo(NamedTuple):
     boundary_distance: jax.Array
     boundary_fraction: jax.Array
     clip_count: jax.Array
+    outside_count: jax.Array = 0
+    nonfinite_count: jax.Array = 0
 
 
-def init(positions: jax.typing.ArrayLike, mirror_map: MirrorMap | None = None) -> MFLDState:
+def init(
+    positions: jax.typing.ArrayLike,
+    mirror_map: MirrorMap | None = None,
+    functional: MeanFieldFunctional | None = None,
+) -> MFLDState:
     """Checks the initial positions and wraps them in an :class:`MFLDState`.
+
+    Shapes are checked always (on one particle, abstractly): the mirror map must map a particle
+    of dimension ``d`` to a point of dimension ``d`` (a box with ``d`` bounds, a simplex with
+    ``d >= 2`` full coordinates) and the functional's gradient must be shaped like the particle.
+    Values are checked when ``positions`` is concrete: finite, and strictly inside the domain.
+    Traced positions cannot be checked here; the step reports them in
+    :attr:`MFLDInfo.outside_count` and :attr:`MFLDInfo.nonfinite_count`.
 
     Args:
       positions: ``(N, d)`` floating array, one particle per row.
       mirror_map: the domain's mirror map; each particle must lie strictly inside its domain
         (boundary distance ``> 0`` and unchanged by ``project``). ``None``: ``ℝ^d``.
+      functional: optional :class:`MeanFieldFunctional` whose dimension the particles must fit.
 
     Returns:
       ``MFLDState(positions)``.
 
     Raises:
       TypeError: ``positions`` is not a floating array.
-      ValueError: ``positions`` is not 2-D or a particle is on or outside the boundary.
+      ValueError: ``positions`` is not 2-D, its dimension does not fit the mirror map or the
+        functional, a coordinate is not finite, or a particle is on or outside the boundary.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -169,13 +201,16 @@ def init(positions: jax.typing.ArrayLike, mirror_map: MirrorMap | None = None) -
       ...
       ValueError: positions must lie strictly inside the mirror map's domain: particle 1 ...
     """
-    positions = jnp.asarray(positions)
-    if not jnp.issubdtype(positions.dtype, jnp.floating):
-        raise TypeError(f"positions must be a floating array, got dtype {positions.dtype}")
-    if positions.ndim != 2:
-        raise ValueError(
-            f"positions must have shape (num_particles, dim), got shape {positions.shape}"
-        )
+    positions = _check_positions(positions)
+    _check_dimension(positions, mirror_map, None)
+    if is_concrete(positions):
+        finite = np.asarray(jnp.all(jnp.isfinite(positions), axis=1))
+        if not finite.all():
+            i = int(np.flatnonzero(~finite)[0])
+            raise ValueError(
+                f"positions must be finite: particle {i} is "
+                f"{np.asarray(positions[i]).tolist()}; {int((~finite).sum())} such particle(s)"
+            )
     if mirror_map is not None and is_concrete(positions):
         distance = jax.vmap(mirror_map.boundary_distance)(positions)
         moved = jnp.max(jnp.abs(jax.vmap(mirror_map.project)(positions) - positions), axis=1)
@@ -189,7 +224,65 @@ def init(positions: jax.typing.ArrayLike, mirror_map: MirrorMap | None = None) -
                 f"{float(distance[i]):.3g} (on or outside the boundary); {bad.size} such "
                 "particle(s) in all"
             )
+    # The functional last: a particle outside the domain is the more basic error.
+    _check_dimension(positions, None, functional)
     return MFLDState(positions)
+
+
+def _check_positions(positions: Any, name: str = "positions") -> jax.Array:
+    """``positions`` as a 2-D floating array (``TypeError``/``ValueError`` naming ``name``)."""
+    if positions is None or isinstance(positions, str | bytes):
+        raise TypeError(f"{name} must be a floating array, got {type(positions).__name__}")
+    try:
+        positions = jnp.asarray(positions)
+    except TypeError as err:
+        raise TypeError(f"{name} must be a floating array, got {type(positions).__name__}") from err
+    if not jnp.issubdtype(positions.dtype, jnp.floating):
+        raise TypeError(f"{name} must be a floating array, got dtype {positions.dtype}")
+    if positions.ndim != 2:
+        raise ValueError(
+            f"{name} must have shape (num_particles, dim), got shape {positions.shape}"
+        )
+    return positions
+
+
+def _check_dimension(
+    positions: jax.Array, mirror_map: MirrorMap | None, functional: MeanFieldFunctional | None
+) -> None:
+    """Checks (abstractly, on one particle) that ``d`` fits the mirror map and the functional."""
+    particle = jax.ShapeDtypeStruct(positions.shape[1:], positions.dtype)
+    dim = positions.shape[1]
+    if mirror_map is not None:
+        try:
+            dual = jax.eval_shape(mirror_map.to_dual, particle)
+            shapes = (
+                jax.eval_shape(mirror_map.to_primal, dual).shape,
+                jax.eval_shape(mirror_map.project, particle).shape,
+            )
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"positions of dimension {dim} do not fit the mirror map: {err}"
+            ) from err
+        if any(shape != particle.shape for shape in shapes):
+            raise ValueError(
+                f"positions of dimension {dim} do not fit the mirror map: it maps a particle "
+                f"of shape {particle.shape} to shape {shapes[0]} (a box needs one bound per "
+                "coordinate or scalar bounds)"
+            )
+    if functional is not None:
+        try:
+            statistics = jax.eval_shape(functional.statistics_fn, particle)
+            gradient = jax.eval_shape(functional.first_variation_grad_fn, particle, statistics)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"positions of dimension {dim} do not fit the functional: {err}"
+            ) from err
+        if getattr(gradient, "shape", None) != particle.shape:
+            raise ValueError(
+                f"positions of dimension {dim} do not fit the functional: its "
+                f"first_variation_grad_fn returns shape {getattr(gradient, 'shape', None)} for "
+                f"a particle of shape {particle.shape}"
+            )
 
 
 def _particle_mean(tree: Any, axis_name: str | None) -> Any:
@@ -226,7 +319,17 @@ def nearest_neighbour_entropy(
       Kozachenko & Leonenko, "Sample estimate of the entropy of a random vector", Problems of
       Information Transmission 23 (1987).
     """
-    positions = jnp.asarray(positions)
+    if positions is None or isinstance(positions, str | bytes):
+        raise TypeError(f"positions must be a real array, got {type(positions).__name__}")
+    try:
+        positions = jnp.asarray(positions)
+    except TypeError as err:
+        raise TypeError(f"positions must be a real array, got {type(positions).__name__}") from err
+    if not (
+        jnp.issubdtype(positions.dtype, jnp.floating)
+        or jnp.issubdtype(positions.dtype, jnp.integer)
+    ):
+        raise TypeError(f"positions must be a real array, got dtype {positions.dtype}")
     if positions.ndim != 2:
         raise ValueError(f"positions must have shape (num_samples, dim), got {positions.shape}")
     n, k = positions.shape
@@ -258,7 +361,7 @@ def _sharded_entropy(
         offset = jax.lax.axis_index(axis_name) * num_local
         everyone = jax.lax.all_gather(chart, axis_name, tiled=True)
     total = everyone.shape[0]
-    queries = min(num_queries, total)
+    queries = num_queries  # <= total: checked by the kernel
     local = chart[: min(queries, num_local)]
     local_index = offset + jnp.arange(local.shape[0])
     squared = jnp.sum((local[:, None, :] - everyone[None, :, :]) ** 2, axis=-1)
@@ -313,13 +416,20 @@ def build_kernel(
       boundary_margin: relative clip margin of the primal (and dual) positions.
       dual_margin: relative margin of the point where the dual scheme evaluates ``G^{1/2}``.
       entropy_queries: number of query particles of the nearest-neighbour entropy estimate in
-        :class:`MFLDInfo` (``0``: not estimated, ``nan``). It costs ``O(queries · N)`` per step
-        and, under ``jax.shard_map``, an ``all_gather`` of the positions.
+        :class:`MFLDInfo`, in ``[0, N]`` (``0``: not estimated, ``nan``; more than the ``N``
+        particles the step sees raises ``ValueError`` when it is traced). It costs
+        ``O(queries · N)`` per step and, under ``jax.shard_map``, an ``all_gather`` of the
+        positions.
 
     Returns:
       ``kernel(rng_key, state, functional, step_size, entropy_weight, axis_name=None) ->
       (MFLDState, MFLDInfo)``; ``state`` holds this block's particles, and ``axis_name`` names
-      the mesh axis the particles are sharded over (``None``: all particles are here).
+      the mesh axis the particles are sharded over (``None``: all particles are here). The
+      kernel checks, when traced, ``rng_key`` (a PRNG key), the positions' shape against the
+      mirror map and the functional, that ``axis_name`` is bound (inside ``jax.vmap`` or
+      ``jax.shard_map``) and ``entropy_queries <= N``; values it cannot check (traced positions
+      outside the domain, NaN) are counted in ``MFLDInfo.outside_count`` and
+      ``MFLDInfo.nonfinite_count``.
 
     Raises:
       ValueError: unknown ``scheme``, a margin outside ``(0, 0.5)`` or negative
@@ -359,11 +469,26 @@ def build_kernel(
         entropy_weight: jax.typing.ArrayLike,
         axis_name: str | None = None,
     ) -> tuple[MFLDState, MFLDInfo]:
+        check_key(rng_key, "rng_key")
+        if not isinstance(state, MFLDState):
+            raise TypeError(f"state must be an MFLDState, got {type(state).__name__}")
+        if not isinstance(functional, MeanFieldFunctional):
+            raise TypeError(
+                f"functional must be a MeanFieldFunctional, got {type(functional).__name__}"
+            )
         check_positive(step_size, "step_size")
         check_positive(entropy_weight, "entropy_weight")
-        x = state.positions
+        check_axis_bound(axis_name, "axis_name")
+        x = _check_positions(state.positions, "state.positions")
+        _check_dimension(x, mirror_map, functional)
         num_local, dim = x.shape
         dtype = x.dtype
+        num_particles = num_local if axis_name is None else num_local * jax.lax.axis_size(axis_name)
+        if entropy_queries > num_particles:
+            raise ValueError(
+                f"entropy_queries must be an int in [0, {num_particles}] (the number of "
+                f"particles), got {entropy_queries}"
+            )
         step_size = jnp.asarray(step_size, dtype)
         entropy_weight = jnp.asarray(entropy_weight, dtype)
 
@@ -396,11 +521,18 @@ def build_kernel(
         min_distance = jnp.min(distance)
         on_boundary = jnp.sum((distance <= 0).astype(jnp.int32))
         clip_count = jnp.sum(clipped.astype(jnp.int32))
+        # `~(d >= 0)` is also true for a NaN distance; ℝ^d's distance is inf even at NaN, hence
+        # the explicit finiteness test.
+        start_distance = jax.vmap(mirror_map.boundary_distance)(x)
+        outside = ~jnp.all(jnp.isfinite(x), axis=1) | ~(start_distance >= 0)
+        outside_count = jnp.sum(outside.astype(jnp.int32))
+        nonfinite_count = jnp.sum((~jnp.all(jnp.isfinite(new), axis=1)).astype(jnp.int32))
         if axis_name is not None:
             min_distance = jax.lax.pmin(min_distance, axis_name)
             on_boundary = jax.lax.psum(on_boundary, axis_name)
             clip_count = jax.lax.psum(clip_count, axis_name)
-        num_particles = num_local if axis_name is None else num_local * jax.lax.axis_size(axis_name)
+            outside_count = jax.lax.psum(outside_count, axis_name)
+            nonfinite_count = jax.lax.psum(nonfinite_count, axis_name)
 
         nan = jnp.asarray(jnp.nan, dtype)
         if functional.objective_fn is None:
@@ -419,6 +551,8 @@ def build_kernel(
             boundary_distance=min_distance,
             boundary_fraction=on_boundary.astype(dtype) / num_particles,
             clip_count=clip_count,
+            outside_count=outside_count,
+            nonfinite_count=nonfinite_count,
         )
         return MFLDState(new), info
 
@@ -514,6 +648,7 @@ class mmfld:  # lowercase: a factory, as blackjax.mala
             )
         if not isinstance(mirror_map, MirrorMap):
             raise TypeError(f"mirror_map must be a MirrorMap, got {type(mirror_map).__name__}")
+        check_axis_name(axis_name, "axis_name")
         kernel = build_kernel(
             mirror_map,
             scheme,
@@ -523,7 +658,7 @@ class mmfld:  # lowercase: a factory, as blackjax.mala
         )
 
         def init_fn(positions: jax.typing.ArrayLike) -> MFLDState:
-            return init(positions, mirror_map)
+            return init(positions, mirror_map, functional)
 
         def step_fn(rng_key: jax.Array, state: MFLDState) -> tuple[MFLDState, MFLDInfo]:
             return kernel(rng_key, state, functional, step_size, entropy_weight, axis_name)
@@ -640,8 +775,12 @@ def shard_step(
       >>> bool(jnp.allclose(sharded(key, state)[0].positions, single(key, state)[0].positions))
       True
     """
+    if not callable(step):
+        raise TypeError(f"step must be callable (an algorithm's step), got {type(step).__name__}")
     if not isinstance(mesh, Mesh):
         raise TypeError(f"mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
+    if not isinstance(axis_name, str) or not axis_name:
+        raise TypeError(f"axis_name must be a non-empty string, got {axis_name!r}")
     if axis_name not in mesh.axis_names:
         raise ValueError(f"axis_name {axis_name!r} is not an axis of mesh {mesh.axis_names}")
     rows = NamedSharding(mesh, P(axis_name))

@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab._src.validation import check_real_array
+
 __all__ = ["MirrorMap", "box_mirror_map", "euclidean_mirror_map", "simplex_mirror_map"]
 
 # A clip margin never smaller than this many machine epsilons (relative to the box width), so
@@ -162,7 +164,10 @@ def box_mirror_map(lower: jax.typing.ArrayLike, upper: jax.typing.ArrayLike) -> 
       A :class:`MirrorMap` on ``[l, u]``.
 
     Raises:
-      ValueError: a bound is not finite, or ``upper <= lower`` somewhere.
+      TypeError: a bound is not a real number or array.
+      ValueError: a bound is not finite, the two shapes do not broadcast, or
+        ``upper <= lower`` somewhere. Positions whose dimension differs from the bounds' (when
+        they are not scalars) raise a ``ValueError`` naming ``positions`` when traced.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -185,9 +190,21 @@ def box_mirror_map(lower: jax.typing.ArrayLike, upper: jax.typing.ArrayLike) -> 
       Ahn & Chewi, "Efficient constrained sampling via the mirror-Langevin algorithm",
       NeurIPS 2021.
     """
-    lower_np, upper_np = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
-    if not (np.all(np.isfinite(lower_np)) and np.all(np.isfinite(upper_np))):
-        raise ValueError(f"lower and upper must be finite, got lower={lower}, upper={upper}")
+    lower_np = check_real_array(lower, "lower")
+    upper_np = check_real_array(upper, "upper")
+    if lower_np is None or upper_np is None:
+        raise TypeError("lower and upper must be concrete (not traced): they define the domain")
+    try:
+        shape = np.broadcast_shapes(lower_np.shape, upper_np.shape)
+    except ValueError as err:
+        raise ValueError(
+            f"lower and upper must have one shape (or be scalars), got {lower_np.shape} and "
+            f"{upper_np.shape}"
+        ) from err
+    if len(shape) > 1:
+        raise ValueError(
+            f"lower and upper must be scalars or 1-D (one per coordinate), got {shape}"
+        )
     if not np.all(upper_np > lower_np):
         raise ValueError(
             f"upper must be > lower in every coordinate, got lower={lower}, upper={upper}"
@@ -195,6 +212,11 @@ def box_mirror_map(lower: jax.typing.ArrayLike, upper: jax.typing.ArrayLike) -> 
     lower, upper = jnp.asarray(lower), jnp.asarray(upper)
 
     def bounds(x):
+        if shape and tuple(x.shape) != shape:
+            raise ValueError(
+                f"positions must have dimension {shape[0]} (one per bound of the box), got a "
+                f"particle of shape {tuple(x.shape)}"
+            )
         return lower.astype(x.dtype), upper.astype(x.dtype)
 
     def potential(x):
@@ -302,6 +324,11 @@ def simplex_mirror_map() -> MirrorMap:
         return jnp.sum(jax.scipy.special.xlogy(x, x))
 
     def to_dual(x):
+        if x.ndim != 1 or x.shape[0] < 2:
+            raise ValueError(
+                "positions on the simplex need d + 1 >= 2 full coordinates (x_0, ..., x_d), "
+                f"got a particle of shape {tuple(x.shape)}"
+            )
         return jnp.log(x[1:]) - jnp.log(x[0])
 
     def to_primal(y):

@@ -18,7 +18,14 @@ import numpy as np
 import scipy.integrate
 from scipy.signal import fftconvolve
 
-from jaxlab._src.validation import check_int, check_nonnegative, check_positive, check_real
+from jaxlab._src.validation import (
+    check_int,
+    check_key,
+    check_nonnegative,
+    check_positive,
+    check_real,
+    check_real_array,
+)
 from jaxlab.particles._functionals import interacting_box_fixed_point
 
 __all__ = [
@@ -73,6 +80,8 @@ def interacting_box_finite_particle_mean(
     References:
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621).
     """
+    coefficient = check_real(coefficient, "coefficient")
+    target = check_real(target, "target")
     check_nonnegative(interaction, "interaction")
     check_positive(entropy_weight, "entropy_weight")
     check_real(grid_step, "grid_step", minimum=0.0, maximum=0.5, include_minimum=False)
@@ -126,8 +135,8 @@ def simplex_linear_potential_mean(
     References:
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621).
     """
-    c = np.asarray(coefficient, dtype=float)
-    if c.shape != (3,) or not np.all(np.isfinite(c)):
+    c = check_real_array(coefficient, "coefficient")
+    if c is None or c.shape != (3,):
         raise ValueError(f"coefficient must be 3 finite numbers (Δ_2), got {coefficient}")
     check_positive(entropy_weight, "entropy_weight")
 
@@ -179,9 +188,11 @@ def teacher_network_data(
     References:
       Mei, Montanari & Nguyen, PNAS 2018; Gu & Kim, ICML 2026 (arXiv 2505.02621).
     """
+    check_key(rng_key, "rng_key")
     num_samples = check_int(num_samples, "num_samples", minimum=1)
     check_int(dim, "dim", minimum=1)
     check_positive(weight_bound, "weight_bound")
+    check_real_array(output_weights, "output_weights")
     outputs = jnp.asarray(output_weights)
     if outputs.ndim != 1 or outputs.size == 0:
         raise ValueError(f"output_weights must be a non-empty sequence, got {output_weights}")

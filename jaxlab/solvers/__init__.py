@@ -19,6 +19,7 @@ projected stochastic gradient descent-ascent (baseline), and test problems with 
 
 from jaxlab._src.solver import (
     DENSE_SOLVE_MAX_SIZE,
+    SolverStatus,
     cg_tangent_solve,
     default_tangent_solve,
     dense_tangent_solve,
@@ -75,6 +76,7 @@ from jaxlab.solvers._push_pull import FAB, FABParams, FABState, PushPull, PushPu
 from jaxlab.solvers._vi import (
     HalpernExtragradient,
     HalpernState,
+    OracleCount,
     StochasticExtragradient,
     StochasticGradientDescentAscent,
     VIState,
@@ -94,6 +96,8 @@ __all__ = [
     "default_tangent_solve",
     "dense_tangent_solve",
     "gmres_tangent_solve",
+    # why a solver's loop stopped (every solver state's int32 `status` field)
+    "SolverStatus",
     # Hom-PGD+ (latent projected gradient through a homeomorphism)
     "HomPGD",
     "HomPGDState",
@@ -145,6 +149,7 @@ __all__ = [
     # stochastic variational inequalities
     "HalpernExtragradient",
     "HalpernState",
+    "OracleCount",
     "StochasticExtragradient",
     "StochasticGradientDescentAscent",
     "VIProblem",

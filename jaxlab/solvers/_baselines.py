@@ -28,6 +28,7 @@ import optax
 import scipy.optimize
 
 from jaxlab._src.validation import (
+    check_array,
     check_int,
     check_nonnegative,
     check_positive,
@@ -62,6 +63,26 @@ class BaselineRun(NamedTuple):
     x: jax.Array
     value: jax.Array
     iterations: jax.Array
+
+
+def _check_callable(fn, name: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+
+
+def _check_like_x0(out, x0, what: str) -> None:
+    if getattr(out, "shape", None) != x0.shape or getattr(out, "dtype", None) != x0.dtype:
+        raise ValueError(
+            f"{what} must return an array like x0 ({x0.dtype}{list(x0.shape)}), got "
+            f"{getattr(out, 'dtype', type(out).__name__)}{list(getattr(out, 'shape', ()))}"
+        )
+
+
+def _check_instance(instance) -> None:
+    if not isinstance(instance, QCQPInstance):
+        raise TypeError(
+            f"instance must be a QCQPInstance (from sample_qcqp), got {type(instance).__name__}"
+        )
 
 
 def _check_step_rule(stepsize, decay, min_stepsize, maxiter, tol) -> None:
@@ -113,7 +134,11 @@ def exact_projection_pgd(
       C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (the exact-projection PGD baseline).
     """
     _check_step_rule(stepsize, decay, min_stepsize, maxiter, tol)
-    x0 = projection(jnp.asarray(x0))
+    _check_callable(fun, "fun")
+    _check_callable(projection, "projection")
+    x0 = check_array(x0, "x0", kind="floating")
+    _check_like_x0(jax.eval_shape(projection, x0), x0, "projection(x0)")
+    x0 = projection(x0)
     value_and_grad = jax.value_and_grad(fun)
 
     def cond(carry):
@@ -197,6 +222,9 @@ def penalty_method(
       C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (the penalty baseline).
     """
     _check_penalty_schedule(outer, inner, learning_rate, penalty, growth, max_penalty)
+    _check_callable(fun, "fun")
+    _check_callable(constraint_fn, "constraint_fn")
+    x0 = check_array(x0, "x0", kind="floating")
 
     def round_(carry, _):
         x, rho = carry
@@ -252,7 +280,9 @@ def augmented_lagrangian(
     """
     _check_penalty_schedule(outer, inner, learning_rate, penalty, growth, max_penalty)
     check_positive(dual_learning_rate, "dual_learning_rate")
-    x0 = jnp.asarray(x0)
+    _check_callable(fun, "fun")
+    _check_callable(constraint_fn, "constraint_fn")
+    x0 = check_array(x0, "x0", kind="floating")
     multipliers = jnp.zeros_like(constraint_fn(x0))
 
     def round_(carry, _):
@@ -298,6 +328,7 @@ def slsqp_multistart(instance: QCQPInstance, num_starts: int, seed: int) -> dict
     """
     num_starts = check_positive_int(num_starts, "num_starts")
     check_int(seed, "seed", minimum=0)
+    _check_instance(instance)
     fun, grad, constraints, violation = _numpy_problem(instance)
     n = np.asarray(instance.linear).shape[0]
     rng = np.random.default_rng(seed)
@@ -364,8 +395,12 @@ def slsqp_projection_pgd(
     _check_step_rule(stepsize, decay, 0.0, maxiter, tol)
     check_positive(time_limit_s, "time_limit_s")
     check_nonnegative(feasibility_tol, "feasibility_tol")
+    _check_instance(instance)
+    n = np.shape(instance.linear)[-1]
+    x0 = check_array(x0, "x0", kind="floating", host=True)
+    if x0.shape != (n,):
+        raise ValueError(f"x0 must have shape (n,) = ({n},) for this instance, got {x0.shape}")
     fun, grad, constraints, violation = _numpy_problem(instance)
-    n = x0.shape[0]
 
     def project(y, warm):
         res = scipy.optimize.minimize(

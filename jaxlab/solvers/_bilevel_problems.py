@@ -72,6 +72,31 @@ class BilevelProblem:
     x0: Any
     y0: Any
 
+    def __post_init__(self):
+        for name in ("upper", "lower"):
+            if not callable(getattr(self, name)):
+                raise TypeError(
+                    f"{name} must be callable as {name}(x, y, *data_i), got "
+                    f"{type(getattr(self, name)).__name__}"
+                )
+        if not isinstance(self.data, tuple) or not self.data:
+            raise TypeError(
+                f"data must be a non-empty tuple of arrays (agents on the leading axis), got "
+                f"{type(self.data).__name__}"
+            )
+        sizes = set()
+        for i, leaf in enumerate(self.data):
+            shape = tuple(np.shape(leaf))
+            if not shape:
+                raise ValueError(f"data[{i}] must carry the agents on a leading axis, got a scalar")
+            sizes.add(shape[0])
+        if len(sizes) != 1:
+            raise ValueError(
+                f"data arrays must share one leading (agent) size, got {sorted(sizes)}"
+            )
+        validation.check_floating_tree(self.x0, "x0")
+        validation.check_floating_tree(self.y0, "y0")
+
     @property
     def num_agents(self) -> int:
         """``n``, the leading size of ``data``."""
@@ -112,6 +137,11 @@ class BilevelSolution(NamedTuple):
     iterations: int
 
 
+def _check_problem(problem) -> None:
+    if not isinstance(problem, BilevelProblem):
+        raise TypeError(f"problem must be a BilevelProblem, got {type(problem).__name__}")
+
+
 def lower_level_solution(problem: BilevelProblem, x, *, newton_steps: int = 8, init=None):
     """``y*(x) = argmin_y g(x, y)`` by ``newton_steps`` Newton steps (flattened ``y``).
 
@@ -136,6 +166,10 @@ def lower_level_solution(problem: BilevelProblem, x, *, newton_steps: int = 8, i
       1.5
     """
     steps = validation.check_int(newton_steps, "newton_steps", minimum=0)
+    _check_problem(problem)
+    validation.check_tree_like(x, problem.x0, "x", "problem.x0")
+    if init is not None:
+        validation.check_tree_like(init, problem.y0, "init", "problem.y0")
     flat, unravel = ravel_pytree(problem.y0 if init is None else init)
     objective = lambda v: problem.pooled_lower(x, unravel(v))
 
@@ -172,6 +206,7 @@ def exact_hypergradient(problem: BilevelProblem, x, newton_steps: int = 8):
       Ghadimi & Wang, "Approximation methods for bilevel programming", arXiv 1802.02246 (2018)
       (the implicit hypergradient).
     """
+    _check_problem(problem)
     y = lower_level_solution(problem, x, newton_steps=newton_steps)
     flat, unravel = ravel_pytree(y)
     value = problem.pooled_upper(x, y)
@@ -242,6 +277,7 @@ def centralized_penalty_trajectory(
     validation.check_positive(lower_stepsize, "lower_stepsize")
     every = validation.check_positive_int(record_every, "record_every")
     records = validation.check_positive_int(steps, "steps") // every
+    _check_problem(problem)
     lam, alpha, beta = penalty, upper_stepsize, lower_stepsize
 
     def step(carry, _):
@@ -293,6 +329,8 @@ def exact_bilevel_solution(
       (0.5, 0.75)
     """
     validation.check_positive_int(maxiter, "maxiter")
+    validation.check_int(newton_steps, "newton_steps", minimum=0)
+    _check_problem(problem)
     flat0, unravel = ravel_pytree(problem.x0)
     value_and_grad = jax.jit(lambda v: exact_hypergradient(problem, unravel(v), newton_steps)[:2])
 

@@ -17,6 +17,7 @@ References:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
@@ -25,13 +26,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxlab._src.solver import IterativeSolver, OptStep
+from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus
 from jaxlab._src.validation import (
     check_int,
+    check_key,
     check_nonnegative,
     check_positive,
     check_positive_int,
     check_real,
+    concrete_float,
     is_concrete,
 )
 from jaxlab.nn import sample_latents
@@ -91,6 +94,9 @@ def project_ball(z: ArrayLike, radius: ArrayLike = 1.0) -> jax.Array:
     elif is_concrete(radius) and not np.all(np.asarray(radius) > 0):  # per-row radii
         raise ValueError(f"radius must be > 0, got {radius!r}")
     radius = jnp.asarray(radius, z.dtype)
+    # Not optax.projections.projection_l2_ball: that projects a whole pytree onto one ball, this
+    # projects every row (leading batch axes, per-row radii) with a norm whose gradient at 0 is
+    # finite (the latent iterates start at the centre).
     return z / jnp.maximum(1.0, _safe_norm(z) / radius)
 
 
@@ -184,10 +190,13 @@ class HomPGDState(NamedTuple):
       violation: max(0, max_j g_j(Φ(z_k))) with the solver's ``constraint_fn`` (0 without one):
         the learning error of Φ seen at the iterate.
       latent_grad: ∇_z f(Φ(z_k)), carried so that each update costs exactly one VJP.
+      status: int32 :class:`~jaxlab.solvers.SolverStatus` code: ``RUNNING``, ``CONVERGED``,
+        ``MAXITER`` or ``NONFINITE`` (z_k, f(Φ(z_k)) or its gradient is NaN/inf, or the error is
+        NaN; an infinite error alone is the ``"objective_change"`` rule's "not feasible yet").
 
     Examples:
       >>> HomPGDState._fields
-      ('iter_num', 'stepsize', 'value', 'error', 'violation', 'latent_grad')
+      ('iter_num', 'stepsize', 'value', 'error', 'violation', 'latent_grad', 'status')
     """
 
     iter_num: jax.Array
@@ -196,6 +205,7 @@ class HomPGDState(NamedTuple):
     error: jax.Array
     violation: jax.Array
     latent_grad: jax.Array
+    status: jax.Array
 
 
 @dataclasses.dataclass(eq=False)
@@ -359,6 +369,7 @@ class HomPGD(IterativeSolver):
             error=jnp.asarray(jnp.inf, z.dtype),
             violation=violation,
             latent_grad=grad,
+            status=jnp.int32(SolverStatus.RUNNING),
         )
 
     def _repair(self, z: jax.Array, candidate: jax.Array, state: HomPGDState, args: tuple):
@@ -415,8 +426,15 @@ class HomPGD(IterativeSolver):
             error=error.astype(state.error.dtype),
             violation=violation,
             latent_grad=grad,
+            status=jnp.int32(SolverStatus.RUNNING),
         )
-        return OptStep(candidate, new_state)
+        return OptStep(candidate, self._with_status(candidate, new_state))
+
+    def _nonfinite(self, params, state) -> jax.Array:
+        # An infinite error is meaningful here ("objective_change": not feasible yet); a
+        # non-finite objective value or latent gradient is not.
+        finite_value = jnp.isfinite(state.value) & jnp.all(jnp.isfinite(state.latent_grad))
+        return super()._nonfinite(params, state) | ~finite_value
 
     def optimality_fun(self, params: ArrayLike, *args) -> jax.Array:
         """Latent gradient mapping ``(z - P(z - η₀ ∇_z f(Φ(z)))) / η₀`` (zero when stationary)."""
@@ -482,6 +500,7 @@ def latent_starts(rng_key: jax.Array, num_starts: int, num_features: int) -> jax
     References:
       C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (centre and latent multi-starts).
     """
+    check_key(rng_key, "rng_key")
     num_starts = check_int(num_starts, "num_starts", minimum=2)
     n = check_positive_int(num_features, "num_features")
     others = 0.9 * sample_latents(rng_key, num_starts - 1, n)
@@ -545,6 +564,19 @@ def select_penalty_weight(validation_gaps: dict[float, float]) -> float:
     References:
       C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (w_pen trades ε_inn against coverage).
     """
+    if not isinstance(validation_gaps, dict):
+        raise TypeError(
+            f"validation_gaps must be a dict {{w_pen: median gap}}, got "
+            f"{type(validation_gaps).__name__}"
+        )
     if not validation_gaps:
         raise ValueError("validation_gaps must not be empty")
+    for weight, gap in validation_gaps.items():
+        check_positive(weight, f"validation_gaps' key (a penalty weight) {weight!r}")
+        gap = concrete_float(gap, f"validation_gaps[{weight!r}]")
+        if gap is not None and (math.isnan(gap) or gap < 0):
+            raise ValueError(
+                f"validation_gaps[{weight!r}] must be a gap >= 0 (inf where no validation run "
+                f"was feasible), got {gap}"
+            )
     return min(validation_gaps, key=lambda w: (validation_gaps[w], -w))

@@ -22,7 +22,13 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxlab._src.validation import check_int, check_positive_int
+from jaxlab._src.validation import (
+    check_array,
+    check_int,
+    check_key,
+    check_last_axis,
+    check_positive_int,
+)
 from jaxlab.nn import InvertibleNet, QuadMixerEncoder
 from jaxlab.solvers._hom_pgd import HomPGD
 
@@ -65,7 +71,16 @@ def star_radius(theta: jax.Array) -> jax.Array:
       >>> round(float(star_radius(jnp.pi / 8)), 6)
       1.6
     """
+    theta = check_array(theta, "theta")
     return 1.0 + 0.6 * jnp.sin(4.0 * theta)
+
+
+def _check_point(x, name: str) -> jax.Array:
+    """One point of the plane: a real array of shape (2,)."""
+    x = check_array(x, name)
+    if x.shape != (2,):
+        raise ValueError(f"{name} must be a point of the plane, shape (2,), got shape {x.shape}")
+    return x
 
 
 def star_homeomorphism(z: jax.Array) -> jax.Array:
@@ -79,6 +94,8 @@ def star_homeomorphism(z: jax.Array) -> jax.Array:
       >>> x.tolist()
       [1.0, 0.0]
     """
+    z = check_array(z, "z", kind="floating")
+    check_last_axis(z, 2, "z")
     return z * star_radius(jnp.arctan2(z[..., 1], z[..., 0]))[..., None]
 
 
@@ -89,6 +106,7 @@ def star_objective(x: jax.Array) -> jax.Array:
       >>> float(star_objective(jnp.array([1.0, 1.0])))
       0.0
     """
+    x = _check_point(x, "x")
     return 0.3 * (x[0] - 1.0) ** 2 + 0.7 * (x[1] - 1.0) ** 2
 
 
@@ -99,6 +117,7 @@ def star_constraint(x: jax.Array) -> jax.Array:
       >>> star_constraint(jnp.array([0.5, 0.0])).tolist()
       [-0.5]
     """
+    x = _check_point(x, "x")
     norm = jnp.sqrt(jnp.sum(x * x))
     return (norm - star_radius(jnp.arctan2(x[1], x[0])))[None]
 
@@ -110,6 +129,7 @@ def star_boundary(phi: jax.Array) -> jax.Array:
       >>> [round(v, 4) for v in star_boundary(jnp.asarray(jnp.pi / 8)).tolist()]
       [1.4782, 0.6123]
     """
+    phi = check_array(phi, "phi")
     return star_radius(phi)[..., None] * jnp.stack([jnp.cos(phi), jnp.sin(phi)], axis=-1)
 
 
@@ -129,6 +149,7 @@ def star_projection(y: jax.Array, num_angles: int = 2048, newton_steps: int = 4)
     """
     num_angles = check_positive_int(num_angles, "num_angles")
     newton_steps = check_int(newton_steps, "newton_steps", minimum=0)
+    y = _check_point(check_array(y, "y", kind="floating"), "y")
     cell = 2.0 * math.pi / num_angles
 
     def project(y):
@@ -222,6 +243,7 @@ def sample_qcqp(rng_key: jax.Array, n: int, m: int) -> QCQPInstance:
       >>> inst.constraint_quad.shape, bool(jnp.all(inst.constraint_bound > 0))
       ((3, 2, 2), True)
     """
+    check_key(rng_key, "rng_key")
     n = check_int(n, "n", minimum=2)
     m = check_positive_int(m, "m")
     r = n // 2
@@ -247,7 +269,23 @@ def qcqp_objective(x: jax.Array, instance: QCQPInstance) -> jax.Array:
       >>> float(qcqp_objective(jnp.zeros(2), sample_qcqp(jax.random.key(0), 2, 3)))
       0.0
     """
+    instance = _check_instance(instance)
+    _check_instance_point(x, instance.linear.shape[-1])
     return 0.5 * x @ instance.quad @ x + instance.linear @ x
+
+
+def _check_instance(instance) -> QCQPInstance:
+    if not isinstance(instance, QCQPInstance):
+        raise TypeError(
+            f"instance must be a QCQPInstance (from sample_qcqp), got {type(instance).__name__}"
+        )
+    return instance
+
+
+def _check_instance_point(x, n: int) -> None:
+    x = check_array(x, "x")
+    if x.shape != (n,):
+        raise ValueError(f"x must have shape (n,) = ({n},) for this instance, got shape {x.shape}")
 
 
 def qcqp_condition(instance: QCQPInstance) -> jax.Array:
@@ -257,7 +295,7 @@ def qcqp_condition(instance: QCQPInstance) -> jax.Array:
       >>> qcqp_condition(sample_qcqp(jax.random.key(0), 2, 3)).shape
       (3, 7)
     """
-    m, n = instance.constraint_linear.shape
+    m, n = _check_instance(instance).constraint_linear.shape
     return jnp.concatenate(
         [
             jnp.reshape(instance.constraint_quad, (m, n * n)),
@@ -281,8 +319,17 @@ def qcqp_constraints_from_condition(x: jax.Array, condition: jax.Array) -> jax.A
       ...                   qcqp_constraints(x, inst)))
       True
     """
+    x = check_array(x, "x")
+    condition = check_array(condition, "condition", ndim=2)
+    if x.ndim != 1:
+        raise ValueError(f"x must be a vector of shape (n,), got shape {x.shape}")
     n = x.shape[0]
     m = condition.shape[0]
+    if condition.shape[1] != n * n + n + 1:
+        raise ValueError(
+            f"condition must have shape (m, n² + n + 1) = (m, {n * n + n + 1}) for x of shape "
+            f"({n},), got shape {condition.shape}"
+        )
     quad = jnp.reshape(condition[:, : n * n], (m, n, n))
     linear = condition[:, n * n : n * n + n]
     bound = condition[:, -1]
@@ -298,6 +345,8 @@ def qcqp_constraints(x: jax.Array, instance: QCQPInstance) -> jax.Array:
       >>> g.shape, bool(jnp.all(g < 0))
       ((6,), True)
     """
+    instance = _check_instance(instance)
+    _check_instance_point(x, instance.linear.shape[-1])
     return qcqp_constraints_from_condition(x, qcqp_condition(instance))
 
 
@@ -377,6 +426,7 @@ def qcqp_homeomorphism_net(
       >>> net(jnp.zeros((5, 2)), condition)[0].shape
       (5, 2)
     """
+    n = check_int(n, "n", minimum=2)
     encoder = QuadMixerEncoder(n, encoder_hidden, hidden=encoder_hidden, rngs=rngs)
     return InvertibleNet(
         n,
@@ -418,6 +468,15 @@ def qcqp_hom_pgd(model, *, maxiter: int | None = None) -> HomPGD:
     References:
       C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (the public code's QCQP solver).
     """
+    if not isinstance(model, nnx.Module) or not isinstance(
+        getattr(model, "num_features", None), int
+    ):
+        raise TypeError(
+            "model must be a conditional nnx network with num_features (e.g. "
+            f"qcqp_homeomorphism_net), got {type(model).__name__}"
+        )
+    if maxiter is not None:
+        check_positive_int(maxiter, "maxiter")
     graphdef = nnx.split(model, nnx.Param, ...)[0]
     n = model.num_features
 

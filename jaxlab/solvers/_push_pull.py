@@ -49,7 +49,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from jaxlab._src import validation
-from jaxlab._src.solver import IterativeSolver, OptStep, tree_l2_norm
+from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus, tree_l2_norm
 from jaxlab.distributed import (
     check_column_stochastic,
     check_jointly_strongly_connected,
@@ -214,6 +214,7 @@ class _AgentSolver(IterativeSolver):
                     f"{graphs.dtype} of shape {graphs.shape[1:]}"
                 )
             n = graphs.shape[1]
+            self.__dict__["_graph_agents"] = n  # checked against the params in init_state
             if not bool(jnp.all(jnp.diagonal(graphs, axis1=1, axis2=2))):
                 raise ValueError("graph_fn must return graphs with every self-loop adj[i, i]")
             if any(not 0 < s < n for s in self.shifts):
@@ -236,6 +237,36 @@ class _AgentSolver(IterativeSolver):
                         )
             if self.connectivity_window is not None:
                 check_jointly_strongly_connected(graphs, self.connectivity_window)
+
+    def _check_inputs(self, init_params, args, rng_key) -> None:
+        """Eager checks of ``init_state``'s inputs (shapes only, so traced inputs work)."""
+        validation.check_key(rng_key, "rng_key")
+        validation.check_axis_bound(self.axis_name)
+        validation.check_floating_tree(init_params, "init_params")
+        if self.axis_name is not None:
+            return
+        n = _num_agents(init_params, None)
+        graph_agents = self.__dict__.get("_graph_agents")
+        if graph_agents is not None and n != graph_agents:
+            raise ValueError(
+                f"graph_fn returns {(graph_agents, graph_agents)} graphs but there are {n} agents "
+                f"(the leading axis of init_params)"
+            )
+        for path, leaf in jax.tree_util.tree_leaves_with_path(args):
+            shape = tuple(np.shape(leaf))
+            if not shape or shape[0] != n:
+                raise ValueError(
+                    f"args{jax.tree_util.keystr(path)} must carry the {n} agents on its leading "
+                    f"axis (axis_name=None), got shape {shape}"
+                )
+
+    def _nonfinite(self, params, state) -> jax.Array:
+        # One verdict for all agents (a pmax over the agent axis), so every agent's loop stops
+        # at the same round and no collective is left waiting.
+        nonfinite = super()._nonfinite(params, state)
+        if self.axis_name is None:
+            return nonfinite
+        return jax.lax.pmax(nonfinite.astype(jnp.int32), self.axis_name) > 0
 
     def _matrices(self, rng_key: jax.Array, step: jax.Array, num_agents: int):
         adjacency = self.graph_fn(jax.random.fold_in(rng_key, step), step)
@@ -270,6 +301,8 @@ class PushPullState(NamedTuple):
       tracker: the trackers ``y_i`` (stacked or per agent, like ``params``).
       grad: ``∇φ_i(x_i)`` at the current iterate.
       rng_key: the shared key; round ``k`` draws its graph from ``fold_in(rng_key, k)``.
+      status: int32 :class:`~jaxlab.solvers.SolverStatus` code (``RUNNING``, ``CONVERGED``,
+        ``MAXITER``, or ``NONFINITE``: an agent's iterate or the error is NaN/inf).
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -287,6 +320,7 @@ class PushPullState(NamedTuple):
     tracker: Any
     grad: Any
     rng_key: jax.Array
+    status: jax.Array
 
 
 @dataclasses.dataclass(eq=False, kw_only=True)
@@ -368,6 +402,9 @@ class PushPull(_AgentSolver):
         return gradient + consensus, consensus
 
     def init_state(self, init_params, *args, rng_key: jax.Array) -> PushPullState:
+        self._check_inputs(init_params, args, rng_key)
+        out = jax.eval_shape(lambda p, a: self._grads(p, a), init_params, args)
+        validation.check_tree_like(out, init_params, "grad_fn(x_i, *args_i)", "init_params")
         grads = self._grads(init_params, args)
         error, consensus = self._error(init_params, grads)
         dtype = jnp.result_type(*jax.tree.leaves(init_params))
@@ -378,6 +415,7 @@ class PushPull(_AgentSolver):
             tracker=grads,
             grad=grads,
             rng_key=rng_key,
+            status=jnp.int32(SolverStatus.RUNNING),
         )
 
     def update(self, params, state: PushPullState, *args, rng_key=None) -> OptStep:
@@ -404,8 +442,9 @@ class PushPull(_AgentSolver):
             tracker=tracker,
             grad=grads,
             rng_key=state.rng_key,
+            status=jnp.int32(SolverStatus.RUNNING),
         )
-        return OptStep(new_params, new_state)
+        return OptStep(new_params, self._with_status(new_params, new_state))
 
     def optimality_fun(self, params, *args, rng_key=None):
         """``r_i = (x_i - x̄) + (1/n) Σ_j ∇φ_j(x̄)`` (zero iff consensus at a stationary point)."""
@@ -452,6 +491,7 @@ class FABState(NamedTuple):
       trackers: ``FABParams`` of the trackers ``s^x, s^y, s^z``.
       directions: ``FABParams`` of the directions ``d^x, d^y, d^z`` at the current iterate.
       rng_key: the shared key; round ``r`` draws its graph from ``fold_in(rng_key, r)``.
+      status: int32 :class:`~jaxlab.solvers.SolverStatus` code, as in :class:`PushPullState`.
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -471,6 +511,7 @@ class FABState(NamedTuple):
     trackers: FABParams
     directions: FABParams
     rng_key: jax.Array
+    status: jax.Array
 
 
 @dataclasses.dataclass(eq=False, kw_only=True)
@@ -597,8 +638,18 @@ class FAB(_AgentSolver):
         return gradient + consensus, consensus
 
     def init_state(self, init_params, *args, rng_key: jax.Array) -> FABState:
+        if not isinstance(init_params, tuple) or len(init_params) != 3:
+            raise TypeError(
+                f"init_params must be FABParams(x, y, z) (upper, lower, auxiliary), got "
+                f"{type(init_params).__name__}"
+            )
         params = FABParams(*init_params)
+        self._check_inputs(params, args, rng_key)
         lam = self.penalty_at(0)
+        out = jax.eval_shape(lambda p, a: self._directions(p, lam, a), params, args)
+        validation.check_tree_like(
+            out, params, "(upper_grad_fn, lower_grad_fn)(x_i, y_i, *args_i)", "init_params"
+        )
         directions = self._directions(params, lam, args)
         _, consensus = self._error(params, directions)
         dtype = jnp.result_type(*jax.tree.leaves(params))
@@ -610,6 +661,7 @@ class FAB(_AgentSolver):
             trackers=directions,
             directions=directions,
             rng_key=rng_key,
+            status=jnp.int32(SolverStatus.RUNNING),
         )
 
     def _round(self, params, trackers, directions, rng_key, round_index, lam, x_step, args):
@@ -676,8 +728,9 @@ class FAB(_AgentSolver):
             trackers=trackers,
             directions=directions,
             rng_key=state.rng_key,
+            status=jnp.int32(SolverStatus.RUNNING),
         )
-        return OptStep(params, new_state)
+        return OptStep(params, self._with_status(params, new_state))
 
     def optimality_fun(self, params, *args, rng_key=None):
         """``r^v_i = (v_i - v̄) + (1/n) Σ_j d^v_j(x̄, ȳ, z̄)`` at ``λ_{maxiter - 1}``."""

@@ -14,7 +14,9 @@ average as a closed-form draw (a batch of ``b`` Gaussian perturbations of scale 
 law to one of scale ``σ/√b``) or wrap a single-sample oracle with :func:`minibatch_operator`. The
 same ``(rng_key, batch_size)`` must give the same samples at any ``z`` (the recursive estimator
 evaluates one sample set at two points). Oracle calls (``batch_size`` per evaluation) are counted
-in the state, because calls, not iterations, are the cost the theory bounds.
+in the state, because calls, not iterations, are the cost the theory bounds, as an exact
+:class:`OracleCount` of two uint32 words that does not wrap past ``2^31`` (``p = 2`` batches
+pass it within a few thousand iterations) whether or not x64 is enabled.
 
 Solvers are dataclasses with jaxopt's shape (``init_state``, ``update``, ``run``,
 ``optimality_fun``); the key is passed to ``run``/``init_state`` as the keyword ``rng_key``.
@@ -31,11 +33,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab._src import validation
-from jaxlab._src.solver import IterativeSolver, OptStep, tree_l2_norm
+from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus, tree_l2_norm
 
 __all__ = [
     "HalpernExtragradient",
     "HalpernState",
+    "OracleCount",
     "StochasticExtragradient",
     "StochasticGradientDescentAscent",
     "VIState",
@@ -49,6 +52,8 @@ __all__ = [
 
 # Largest batch a schedule returns: batch sizes are int32 (the operator receives a traced int32).
 _MAX_BATCH = 2**31 - 1
+# Iterations of a batch schedule checked eagerly (a 256 KiB int32 vector at most).
+_EAGER_SCHEDULE_STEPS = 2**16
 _VARIANTS = ("fbf", "eg")
 _ESTIMATORS = ("minibatch", "recursive")
 
@@ -69,11 +74,6 @@ def _float_dtype(tree) -> Any:
     if not jnp.issubdtype(dtype, jnp.floating):
         raise TypeError(f"params must have floating-point leaves, got dtype {dtype}")
     return dtype
-
-
-def _count_dtype():
-    # int64 under x64 (long runs with p = 2 batches exceed 2^31 calls), int32 otherwise.
-    return jax.dtypes.canonicalize_dtype(jnp.int64)
 
 
 def _scale(tree, factor):
@@ -100,13 +100,45 @@ def _convex_combination(weight, x, y):
     )
 
 
-def _batch_size(schedule, iter_num) -> jax.Array:
+def _batch_size(schedule, iter_num) -> tuple[jax.Array, jax.Array]:
+    """``(b_k as int32, whether b_k is outside [1, 2^31 - 1])`` (checked before the cast)."""
     batch = jnp.asarray(schedule(iter_num))
     if batch.ndim != 0 or not jnp.issubdtype(batch.dtype, jnp.integer):
         raise TypeError(
             f"batch_schedule(k) must return an integer scalar, got {batch.dtype}{list(batch.shape)}"
         )
-    return batch.astype(jnp.int32)
+    bad = batch < 1
+    if jnp.iinfo(batch.dtype).max > _MAX_BATCH:
+        bad = bad | (batch > _MAX_BATCH)
+    return batch.astype(jnp.int32), bad
+
+
+def _check_batch_schedule(schedule, maxiter: int) -> None:
+    """Rejects a schedule whose (concrete) sizes leave ``[1, 2^31 - 1]`` within ``maxiter``.
+
+    Evaluated eagerly for ``k = 0 .. min(maxiter, 2^16) - 1`` (one vectorised call); a schedule
+    whose sizes are traced (built from traced hyperparameters) or that goes bad later is left
+    to the run, which reports a bad size as ``SolverStatus.BAD_BATCH_SIZE``.
+    """
+    steps = min(maxiter, _EAGER_SCHEDULE_STEPS)
+    with jax.ensure_compile_time_eval():
+        sizes = jax.vmap(schedule)(jnp.arange(steps, dtype=jnp.int32))
+        sizes = jnp.asarray(sizes)
+        if sizes.shape != (steps,) or not jnp.issubdtype(sizes.dtype, jnp.integer):
+            raise TypeError(
+                f"batch_schedule(k) must return an integer scalar, got "
+                f"{sizes.dtype}{list(sizes.shape[1:])}"
+            )
+        if not validation.is_concrete(sizes):
+            return
+        sizes = np.asarray(sizes)
+    bad = (sizes < 1) | (sizes > _MAX_BATCH)
+    if np.any(bad):
+        k = int(np.argmax(bad))
+        raise ValueError(
+            f"batch_schedule(k) must return batch sizes in [1, {_MAX_BATCH}], got "
+            f"batch_schedule({k}) = {int(sizes[k])}"
+        )
 
 
 def _describe(tree) -> str:
@@ -126,6 +158,104 @@ def _check_like(name: str, out, params, signature: str) -> None:
             f"{name}{signature} must return a pytree with the structure, shapes and dtypes of "
             f"params; got {_describe(out)} for params {_describe(params)}"
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# The oracle-call count.
+
+_WORD = 2**32
+
+
+@jax.tree_util.register_pytree_node_class
+class OracleCount:
+    """An exact, non-wrapping count of oracle calls: two uint32 words ``high * 2^32 + low``.
+
+    int32 (the only 64-bit-free integer JAX has without x64) wraps past ``2^31`` calls, which a
+    run with ``p = 2`` batches passes within about 2000 iterations, and float32 stops counting
+    single calls past ``2^24``. Two uint32 words count exactly to ``2^64`` with or without x64.
+    Read it on the host with ``int(count)`` or ``np.asarray(count)`` (int64, also for a batch of
+    counts from ``vmap``/``scan``); inside a traced program compare it with :meth:`less_than`, or
+    use :meth:`as_float` (approximate above ``2^24`` in float32).
+
+    Examples:
+      >>> count = OracleCount.zeros().add(jnp.int32(2**31 - 1), times=3)
+      >>> int(count), 3 * (2**31 - 1)
+      (6442450941, 6442450941)
+      >>> bool(count.less_than(6442450942)), bool(count.less_than(6442450941))
+      (True, False)
+    """
+
+    def __init__(self, high: jax.typing.ArrayLike, low: jax.typing.ArrayLike):
+        self.high = high
+        self.low = low
+
+    @classmethod
+    def zeros(cls) -> OracleCount:
+        """A count of 0."""
+        return cls(jnp.zeros((), jnp.uint32), jnp.zeros((), jnp.uint32))
+
+    def add(self, calls: jax.typing.ArrayLike, times: int = 1) -> OracleCount:
+        """The count plus ``times * calls`` (``calls`` an integer in ``[0, 2^32)``, traced too)."""
+        calls = jnp.asarray(calls).astype(jnp.uint32)
+        high, low = self.high, self.low
+        for _ in range(times):
+            new_low = low + calls  # wraps modulo 2^32: the carry is the wrap
+            high = high + (new_low < low).astype(jnp.uint32)
+            low = new_low
+        return OracleCount(high, low)
+
+    def less_than(self, target: Any) -> jax.Array:
+        """Whether the count is ``< target`` (a non-negative number or integer array), exactly.
+
+        ``target`` may be an :class:`OracleCount`, or anything NumPy reads as integers (checked
+        on the host) or a traced integer array below ``2^32``.
+        """
+        if isinstance(target, OracleCount):
+            high, low = target.high, target.low
+        elif validation.is_concrete(target):
+            value = np.asarray(target)
+            if np.issubdtype(value.dtype, np.floating):
+                value = np.ceil(value)
+            value = value.astype(np.uint64)
+            high = jnp.asarray((value >> np.uint64(32)).astype(np.uint32))
+            low = jnp.asarray((value & np.uint64(_WORD - 1)).astype(np.uint32))
+        else:
+            high, low = jnp.zeros((), jnp.uint32), jnp.asarray(target).astype(jnp.uint32)
+        return (self.high < high) | ((self.high == high) & (self.low < low))
+
+    def as_float(self, dtype: Any = None) -> jax.Array:
+        """The count as a float (default: the default float dtype; approximate past 2^24 in f32)."""
+        dtype = dtype or jax.dtypes.canonicalize_dtype(jnp.float64)
+        return self.high.astype(dtype) * jnp.asarray(float(_WORD), dtype) + self.low.astype(dtype)
+
+    def __array__(self, dtype=None, copy=None):
+        high = np.asarray(self.high).astype(np.uint64)
+        value = (high << np.uint64(32)) | np.asarray(self.low).astype(np.uint64)
+        return np.asarray(value.astype(np.int64), dtype=dtype)
+
+    def __int__(self) -> int:
+        return int(np.asarray(self.high)) * _WORD + int(np.asarray(self.low))
+
+    __index__ = __int__
+
+    def __eq__(self, other) -> Any:
+        return np.asarray(self) == np.asarray(other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        try:
+            return f"OracleCount({np.asarray(self).tolist()})"
+        except Exception:  # traced words
+            return f"OracleCount(high={self.high!r}, low={self.low!r})"
+
+    def tree_flatten(self):
+        return (self.high, self.low), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        del aux
+        return cls(*children)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,14 +355,22 @@ def halpern_anchor_schedule(iter_num: jax.typing.ArrayLike) -> jax.Array:
     Returns:
       ``β_k`` as a scalar of the default float dtype (cast to each leaf's dtype where used).
 
+    A concrete ``k`` (number or array) must be a finite real ``>= 0`` (``k = -2`` would divide
+    by zero); a traced ``k`` (the solver's ``iter_num``, never negative) is not checked.
+
     Examples:
       >>> [round(float(halpern_anchor_schedule(k)), 4) for k in range(3)]
       [0.5, 0.3333, 0.25]
+      >>> halpern_anchor_schedule(-2)
+      Traceback (most recent call last):
+      ...
+      ValueError: iter_num must be finite and >= 0.0, got -2.0
 
     References:
       B. Halpern, Fixed points of nonexpanding maps, Bull. AMS 1967; T. Yoon, E. K. Ryu,
       Accelerated algorithms for smooth convex-concave minimax problems, ICML 2021.
     """
+    validation.check_real_array(iter_num, "iter_num", minimum=0.0)
     k = jnp.asarray(iter_num).astype(jax.dtypes.canonicalize_dtype(jnp.float64))
     return 1.0 / (k + 2.0)
 
@@ -310,6 +448,15 @@ def natural_residual(
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
     validation.check_positive(stepsize, "stepsize")
+    if not callable(operator_fn):
+        raise TypeError(
+            f"operator_fn must be callable as operator_fn(z, *args), got {operator_fn!r}"
+        )
+    if projection is not None and not callable(projection):
+        raise TypeError(f"projection must be callable or None, got {projection!r}")
+    _float_dtype(params)
+    out = jax.eval_shape(lambda z, *a: operator_fn(z, *a), params, *args)
+    _check_like("operator_fn", out, params, "(z, *args)")
     projection = _identity if projection is None else projection
     forward = _add_scaled(params, -stepsize, operator_fn(params, *args))
     step = _sub(params, projection(forward))
@@ -328,25 +475,31 @@ class VIState(NamedTuple):
       iter_num: iterations done (int32).
       error: natural residual at ``feasible_params`` when the solver has ``exact_operator_fn``,
         else the stochastic step length ``||ẑ_k - z_k|| / γ`` (an estimate of the same residual).
-      oracle_calls: oracle samples used so far (int64 under x64, else int32).
+      oracle_calls: oracle samples used so far, an exact :class:`OracleCount` (``int(...)``
+        on the host; it does not wrap past ``2^31``).
       rng_key: the key the next step splits.
       anchor: the starting point ``z_0``.
       feasible_params: the last feasible point (``z̄_k = Π_Z(z_k - γ F̂(z_k))``); the iterate
         ``params`` of a forward-backward-forward step may leave ``Z``.
+      status: int32 :class:`~jaxlab.solvers.SolverStatus` code of the last update: ``RUNNING``,
+        ``CONVERGED`` (``error <= tol``), ``MAXITER``, ``NONFINITE`` (a NaN/inf iterate or a NaN
+        error: the loop stops there, returning that iterate) or ``BAD_BATCH_SIZE`` (a traced
+        ``batch_schedule`` returned a size outside ``[1, 2^31 - 1]``: the step was not taken).
 
     Examples:
       >>> solver = StochasticExtragradient(operator_fn=lambda z, key, b: z, stepsize=0.5)
       >>> state = solver.init_state(jnp.ones(2), rng_key=jax.random.key(0))
-      >>> int(state.oracle_calls)
-      0
+      >>> int(state.oracle_calls), int(state.status)
+      (0, 0)
     """
 
     iter_num: jax.Array
     error: jax.Array
-    oracle_calls: jax.Array
+    oracle_calls: OracleCount
     rng_key: jax.Array
     anchor: Any
     feasible_params: Any
+    status: jax.Array
 
 
 class HalpernState(NamedTuple):
@@ -355,10 +508,11 @@ class HalpernState(NamedTuple):
     Attributes:
       iter_num: iterations done (int32).
       error: as in :class:`VIState`.
-      oracle_calls: oracle samples used so far.
+      oracle_calls: oracle samples used so far (an exact :class:`OracleCount`).
       rng_key: the key the next step splits.
       anchor: the anchor ``z_0``.
       feasible_params: the last feasible point ``z̄_k``.
+      status: as in :class:`VIState` (a :class:`~jaxlab.solvers.SolverStatus` code).
       previous_params: ``z_{k-1}`` (the recursive estimator's last point).
       previous_feasible: ``z̄_{k-1}``.
       operator_estimate: ``v_{k-1} ≈ F(z_{k-1})`` (recursive estimator).
@@ -373,10 +527,11 @@ class HalpernState(NamedTuple):
 
     iter_num: jax.Array
     error: jax.Array
-    oracle_calls: jax.Array
+    oracle_calls: OracleCount
     rng_key: jax.Array
     anchor: Any
     feasible_params: Any
+    status: jax.Array
     previous_params: Any
     previous_feasible: Any
     operator_estimate: Any
@@ -446,7 +601,9 @@ class _StochasticVISolver(IterativeSolver):
                 f"{type(self).__name__} draws oracle samples: pass the keyword rng_key, e.g. "
                 f"run(init_params, *args, rng_key=jax.random.key(0))"
             )
+        validation.check_key(rng_key, "rng_key")
         dtype = _float_dtype(init_params)
+        _check_batch_schedule(self.batch_schedule, self.maxiter)
         batch = jax.ShapeDtypeStruct((), jnp.int32)
         out = jax.eval_shape(
             lambda z, key, b, *a: self.operator_fn(z, key, b, *a),
@@ -471,10 +628,11 @@ class _StochasticVISolver(IterativeSolver):
         return VIState(
             iter_num=jnp.zeros((), jnp.int32),
             error=self._initial_error(feasible, args, dtype),
-            oracle_calls=jnp.zeros((), _count_dtype()),
+            oracle_calls=OracleCount.zeros(),
             rng_key=rng_key,
             anchor=init_params,
             feasible_params=feasible,
+            status=jnp.int32(SolverStatus.RUNNING),
         )
 
     def _initial_error(self, feasible, args, dtype):
@@ -496,6 +654,13 @@ class _StochasticVISolver(IterativeSolver):
             # Tseng: reuse the first estimate, so its noise cancels to first order.
             return _add_scaled(feasible, -self.stepsize, _sub(extrapolated, estimate))
         return self._project(_add_scaled(params, -self.stepsize, extrapolated))
+
+    def _finish(self, params, state, new_params, new_state, bad_batch):
+        """The step's status; a step with an invalid (traced) batch size is not taken."""
+        new_state = self._with_status(new_params, new_state)
+        failed = state._replace(status=jnp.int32(SolverStatus.BAD_BATCH_SIZE))
+        select = lambda old, new: jax.tree.map(lambda o, n: jnp.where(bad_batch, o, n), old, new)
+        return OptStep(select(params, new_params), select(failed, new_state))
 
     # -- jaxopt interface -------------------------------------------------------------------
     def optimality_fun(self, params, *args, rng_key=None):
@@ -557,19 +722,20 @@ class StochasticGradientDescentAscent(_StochasticVISolver):
     def update(self, params, state: VIState, *args, rng_key=None) -> OptStep:
         del rng_key  # the state carries the key
         next_key, key = jax.random.split(state.rng_key)
-        batch = _batch_size(self.batch_schedule, state.iter_num)
+        batch, bad_batch = _batch_size(self.batch_schedule, state.iter_num)
         estimate = self._oracle(params, key, batch, args)
         new_params = self._project(_add_scaled(params, -self.stepsize, estimate))
         error = self._error(new_params, _sub(new_params, params), args)
         new_state = VIState(
             iter_num=state.iter_num + 1,
             error=error.astype(state.error.dtype),
-            oracle_calls=state.oracle_calls + batch.astype(state.oracle_calls.dtype),
+            oracle_calls=state.oracle_calls.add(batch),
             rng_key=next_key,
             anchor=state.anchor,
             feasible_params=new_params,
+            status=jnp.int32(SolverStatus.RUNNING),
         )
-        return OptStep(new_params, new_state)
+        return self._finish(params, state, new_params, new_state, bad_batch)
 
 
 @dataclasses.dataclass(eq=False, kw_only=True)
@@ -651,19 +817,20 @@ class StochasticExtragradient(_StochasticVISolver):
     def update(self, params, state: VIState, *args, rng_key=None) -> OptStep:
         del rng_key  # the state carries the key
         next_key, key = jax.random.split(state.rng_key)
-        batch = _batch_size(self.batch_schedule, state.iter_num)
+        batch, bad_batch = _batch_size(self.batch_schedule, state.iter_num)
         feasible, corrected = self._forward_backward_forward(params, key, batch, args, self.variant)
         step = _sub(corrected, params)
         new_params = _add_scaled(params, self.relaxation, step)
         new_state = VIState(
             iter_num=state.iter_num + 1,
             error=self._error(feasible, step, args).astype(state.error.dtype),
-            oracle_calls=state.oracle_calls + 2 * batch.astype(state.oracle_calls.dtype),
+            oracle_calls=state.oracle_calls.add(batch, times=2),
             rng_key=next_key,
             anchor=state.anchor,
             feasible_params=feasible,
+            status=jnp.int32(SolverStatus.RUNNING),
         )
-        return OptStep(new_params, new_state)
+        return self._finish(params, state, new_params, new_state, bad_batch)
 
 
 @dataclasses.dataclass(eq=False, kw_only=True)
@@ -782,21 +949,25 @@ class HalpernExtragradient(_StochasticVISolver):
                 feasible, state.previous_feasible, state.extrapolation_estimate, key_second
             ),
         )
-        calls = jnp.where(restart, 2 * batch, 4 * small)
-        return estimate, feasible, extrapolated, calls
+        count = jax.tree.map(
+            lambda fresh_calls, increment_calls: jnp.where(restart, fresh_calls, increment_calls),
+            state.oracle_calls.add(batch, times=2),
+            state.oracle_calls.add(small, times=4),
+        )
+        return estimate, feasible, extrapolated, count
 
     def update(self, params, state: HalpernState, *args, rng_key=None) -> OptStep:
         del rng_key  # the state carries the key
         next_key, key = jax.random.split(state.rng_key)
-        batch = _batch_size(self.batch_schedule, state.iter_num)
+        batch, bad_batch = _batch_size(self.batch_schedule, state.iter_num)
         if self.estimator == "minibatch":
             key_first, key_second = jax.random.split(key)
             estimate = self._oracle(params, key_first, batch, args)
             feasible = self._project(_add_scaled(params, -self.stepsize, estimate))
             extrapolated = self._oracle(feasible, key_second, batch, args)
-            calls = 2 * batch
+            count = state.oracle_calls.add(batch, times=2)
         else:
-            estimate, feasible, extrapolated, calls = self._recursive_step(
+            estimate, feasible, extrapolated, count = self._recursive_step(
                 params, state, key, batch, args
             )
         corrected = self._correct(params, feasible, estimate, extrapolated, self.variant)
@@ -805,16 +976,17 @@ class HalpernExtragradient(_StochasticVISolver):
         new_state = HalpernState(
             iter_num=state.iter_num + 1,
             error=self._error(feasible, _sub(corrected, params), args).astype(state.error.dtype),
-            oracle_calls=state.oracle_calls + calls.astype(state.oracle_calls.dtype),
+            oracle_calls=count,
             rng_key=next_key,
             anchor=state.anchor,
             feasible_params=feasible,
+            status=jnp.int32(SolverStatus.RUNNING),
             previous_params=params,
             previous_feasible=feasible,
             operator_estimate=estimate,
             extrapolation_estimate=extrapolated,
         )
-        return OptStep(new_params, new_state)
+        return self._finish(params, state, new_params, new_state, bad_batch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -859,8 +1031,10 @@ def run_to_checkpoints(
 
     Returns:
       Per lane name, NumPy arrays of shape ``(num_seeds, num_checkpoints)``: ``"residual"``
-      (``state.error``), ``"calls"`` (oracle calls), ``"iterations"``, ``"norm"`` (``||z_k||``),
-      and ``"initial_residual"`` of shape ``(num_seeds,)``.
+      (``state.error``), ``"calls"`` (oracle calls, int64, exact past ``2^31``),
+      ``"iterations"``, ``"norm"`` (``||z_k||``), ``"status"`` (the
+      :class:`~jaxlab.solvers.SolverStatus` code; a run that stops with a failure, e.g. a
+      non-finite iterate, stays there), and ``"initial_residual"`` of shape ``(num_seeds,)``.
 
     Examples:
       >>> from jaxlab.solvers import weak_minty_2d
@@ -905,16 +1079,43 @@ def run_to_checkpoints(
     lane_arrays = {
         field: jnp.asarray(np.asarray([lanes[name][field] for name in names])) for field in fields
     }
+    validation.check_key(rng_keys, "rng_keys")
+    if jnp.ndim(rng_keys) != (1 if jnp.issubdtype(rng_keys.dtype, jax.dtypes.prng_key) else 2):
+        raise ValueError(
+            f"rng_keys must be a 1-D batch of keys (jax.random.split(key, num_seeds)), got shape "
+            f"{tuple(rng_keys.shape)}"
+        )
+    # Targets as exact (high, low) uint32 words: call counts pass 2^31 without x64.
+    target_values = validation.check_real_array(checkpoints, "checkpoints", minimum=0.0)
+    if target_values is None or target_values.ndim != 1 or target_values.size == 0:
+        raise ValueError(
+            f"checkpoints must be a non-empty 1-D array of concrete counts, got {checkpoints!r}"
+        )
+    if np.any(np.diff(target_values) < 0):
+        raise ValueError(f"checkpoints must be non-decreasing, got {target_values.tolist()}")
+    whole = np.ceil(target_values).astype(np.uint64)
+    targets = (
+        jnp.asarray((whole >> np.uint64(32)).astype(np.uint32)),
+        jnp.asarray((whole & np.uint64(_WORD - 1)).astype(np.uint32)),
+    )
 
     def one(lane, key):
         solver = build_solver(lane)
         state = solver.init_state(init_params, *args, rng_key=key)
 
         def chunk(carry, target):
+            high, low = target
+
             def cond(c):
                 params, state = c
-                done = state.oracle_calls if by_calls else state.iter_num
-                going = (done < target.astype(done.dtype)) & (tree_l2_norm(params) < norm_cap)
+                done = (
+                    state.oracle_calls
+                    if by_calls
+                    else OracleCount(zero, state.iter_num.astype(jnp.uint32))
+                )
+                going = done.less_than(OracleCount(high, low)) & (tree_l2_norm(params) < norm_cap)
+                # The solver's own maxiter/tol do not apply here: stop only on a failure.
+                going = going & (state.status < SolverStatus.NONFINITE)
                 if max_iterations is not None:
                     going = going & (state.iter_num < max_iterations)
                 return going
@@ -926,10 +1127,12 @@ def run_to_checkpoints(
                 "calls": state.oracle_calls,
                 "iterations": state.iter_num,
                 "norm": tree_l2_norm(params),
+                "status": state.status,
             }
             return carry, record
 
-        _, records = jax.lax.scan(chunk, (init_params, state), jnp.asarray(checkpoints))
+        zero = jnp.zeros((), jnp.uint32)
+        _, records = jax.lax.scan(chunk, (init_params, state), targets)
         return state.error, records
 
     per_seed = jax.vmap(one, in_axes=(None, 0))

@@ -113,6 +113,7 @@ def bilinear_nonnegative(
       A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
+    validation.check_key(rng_key, "rng_key")
     dim = validation.check_int(dim, "dim", minimum=1)
     sigma = _static_real(noise, "noise", minimum=0.0)
     if len(singular_values) != 2:

@@ -177,3 +177,11 @@ def test_zero_diagonal_stochastic_matrix_is_rejected():
     matrix = (jnp.ones((3, 3)) - jnp.eye(3)) / 2
     with pytest.raises(ValueError, match="positive diagonal"):
         check_row_stochastic(matrix)
+
+
+@pytest.mark.parametrize("check", [check_row_stochastic, check_column_stochastic])
+@pytest.mark.parametrize("atol", [float("nan"), -1.0, float("inf")])
+def test_stochastic_checks_reject_a_bad_atol(check, atol):
+    # 2·I is neither row- nor column-stochastic: a NaN atol used to make every comparison false.
+    with pytest.raises(ValueError, match="atol must be finite and >= 0"):
+        check(2 * jnp.eye(3), atol=atol)

@@ -247,3 +247,21 @@ def test_global_to_process_local_rejects_arrays_split_on_a_trailing_axis():
         global_to_process_local(split)
     with pytest.raises(ValueError, match="axis_name 'y' is not an axis"):
         process_local_to_global(np.zeros((N,)), mesh, "y")
+
+
+@pytest.mark.parametrize("runner", ["vmapped", "sharded"])
+def test_a_collective_over_an_unbound_axis_names_axis_name(runner):
+    def fn(x):
+        return jax.lax.pmean(x, "clients")  # the workers' axis is "workers"
+
+    x = jnp.arange(2.0)
+    with pytest.raises(ValueError, match="axis_name='workers'"):
+        if runner == "vmapped":
+            run_vmapped(fn, "workers", x)
+        else:
+            run_sharded(fn, worker_mesh(2), "workers", x)
+    # The right name still runs, and vmap and shard_map agree.
+    good = lambda x: jax.lax.pmean(x, "workers")  # noqa: E731
+    np.testing.assert_array_equal(
+        run_vmapped(good, "workers", x), run_sharded(good, worker_mesh(2), "workers", x)
+    )

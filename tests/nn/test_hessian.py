@@ -140,3 +140,21 @@ def test_bad_input():
 
 def test_public_submodule():
     assert hessian.top_eigenvalue is top_eigenvalue and hessian.hvp is hvp
+
+
+def test_bad_tangents_and_losses_are_named():
+    loss = lambda p: jnp.sum(p["w"] ** 2)  # noqa: E731
+    params = {"w": jnp.ones(2)}
+    np.testing.assert_allclose(hvp(loss, params, {"w": jnp.array([1.0, 0.0])})["w"], [2.0, 0.0])
+    with pytest.raises(TypeError, match=r"v\['w'\] has dtype int32 where params has float32"):
+        hvp(loss, params, {"w": jnp.ones(2, jnp.int32)})
+    with pytest.raises(ValueError, match=r"v\['w'\] is a leaf of shape \(3,\)"):
+        hvp(loss, params, {"w": jnp.ones(3)})
+    with pytest.raises(ValueError, match="loss_fn must return a real floating scalar"):
+        hvp(lambda p: p["w"] ** 2, params, params)
+    with pytest.raises(TypeError, match="loss_fn must be callable"):
+        hvp("loss", params, params)
+    with pytest.raises(ValueError, match="shift must be finite"):
+        top_eigenvalue(loss, params, rng_key=jax.random.key(0), shift=float("nan"))
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        top_eigenvalue(loss, params, rng_key=None)

@@ -296,3 +296,37 @@ def test_bad_input_raises_naming_the_argument():
         train_homeomorphism(net, disk, jnp.zeros((8, 3)), rng_key=jax.random.key(0), num_steps=1)
     with pytest.raises(ValueError, match="num_steps"):
         train_homeomorphism(net, disk, latents, rng_key=jax.random.key(0), num_steps=0)
+
+
+def test_malformed_input_is_named_before_any_matmul():
+    rngs = nnx.Rngs(0)
+    net = InvertibleNet(2, num_layers=1, hidden=4, rngs=rngs)
+    with pytest.raises(TypeError, match="z must be a floating array"):
+        net("z")
+    with pytest.raises(ValueError, match=r"bounds \(lb\) must be finite"):
+        InvertibleNet(2, bounds=(float("nan"), 1.0), rngs=rngs)
+    with pytest.raises(ValueError, match=r"bounds \(ub\) must be a scalar or have shape \(2,\)"):
+        InvertibleNet(2, bounds=(0.0, np.ones(3)), rngs=rngs)
+    made = ConditionalMADE(2, 4, 3, rngs=rngs)
+    with pytest.raises(ValueError, match="embedding must have last axis of size 3"):
+        made(jnp.zeros((1, 2)), jnp.zeros((1, 2)))  # was a dot_general error inside FiLM
+    with pytest.raises(ValueError, match="embedding must be None"):
+        ConditionalMADE(2, 4, rngs=rngs)(jnp.zeros((1, 2)), jnp.zeros((1, 3)))  # was ignored
+    with pytest.raises(TypeError, match="v must be a floating array"):
+        ActNormLU(2, rngs=rngs)(jnp.zeros((3, 2), jnp.int32))
+    with pytest.raises(ValueError, match="v must be finite"):
+        ActNormLU(2, rngs=rngs).initialize_from_batch(jnp.array([[0.0, 1.0], [jnp.nan, 2.0]]))
+    with pytest.raises(TypeError, match="condition_shape"):
+        MLPEncoder(("a",), 4, rngs=rngs)
+    with pytest.raises(ValueError, match="penalty_weight must be finite and >= 0"):
+        homeomorphism_loss(net, jnp.zeros((2, 2)), None, lambda x: x, penalty_weight=-1.0)
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        sample_latents(None, 4, 2)
+    common = dict(rng_key=jax.random.key(0), num_steps=1)
+    disk = lambda x: jnp.sum(x**2, keepdims=True) - 1.0  # noqa: E731
+    with pytest.raises(TypeError, match="learning_rate must be a real number"):
+        train_homeomorphism(net, disk, jnp.zeros((4, 2)), learning_rate="1e-3", **common)
+    with pytest.raises(ValueError, match=r"ema_decay must be finite and in \[0.0, 1.0\)"):
+        train_homeomorphism(net, disk, jnp.zeros((4, 2)), ema_decay=1.0, **common)
+    with pytest.raises(ValueError, match="latents must be finite"):
+        train_homeomorphism(net, disk, jnp.full((4, 2), jnp.nan), **common)

@@ -51,3 +51,8 @@ def test_markov_language_is_reproducible_and_checks_sizes():
         markov_language(4, 2, 2)
     with pytest.raises(TypeError, match="num_tokens"):
         markov_language(4, 2, 100.0)
+
+
+def test_negative_seed_is_named():
+    with pytest.raises(ValueError, match="seed must be an int >= 0"):
+        markov_language(4, 2, 10, seed=-1)  # numpy's own error before

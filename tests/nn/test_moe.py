@@ -343,3 +343,40 @@ def test_bad_arguments():
         _moe(2)(jnp.ones((3, D + 1)))
     with pytest.raises(ValueError, match="same shape"):
         load_balancing_loss(jnp.ones((3, M)), jnp.ones((3, M + 1)), 1)
+
+
+def test_integer_and_malformed_input_is_rejected():
+    moe = _moe(2)
+    x = _tokens()
+    y, _ = moe(x)
+    assert float(jnp.abs(y).max()) > 0  # the float layer is not trivially zero
+    ints = jnp.round(x * 3).astype(jnp.int32)
+    # Before: the weights were cast to int32 (all |w| < 1 -> 0) and the output was all zeros.
+    assert float(jnp.abs(moe(ints.astype(jnp.float32))[0]).max()) > 0
+    with pytest.raises(TypeError, match="x must be a floating array, got dtype int32"):
+        moe(ints)
+    with pytest.raises(TypeError, match="x must be a floating array"):
+        moe.router(ints)
+    with pytest.raises(TypeError, match="x must be a floating array"):
+        moe("tokens")
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        moe(x, rng_key=0)
+    with pytest.raises(ValueError, match="router_init_std"):
+        _moe(2, router_init_std=float("inf"))
+    with pytest.raises(ValueError, match="init_std must be finite"):
+        TopKRouter(D, M, 2, init_std=float("nan"), rngs=nnx.Rngs(0))
+
+
+def test_capacity_keep_mask_checks_indices_and_capacity():
+    index = jnp.array([[0, 1], [1, 2]])
+    np.testing.assert_array_equal(
+        np.asarray(capacity_keep_mask(index, 3, 1)), _reference_keep(np.asarray(index), 3, 1)
+    )
+    with pytest.raises(ValueError, match=r"expert_index must lie in \[0, num_experts=3\)"):
+        capacity_keep_mask(index.at[1, 1].set(3), 3, 1)  # one_hot would drop it silently
+    with pytest.raises(ValueError, match="expert_index must have 2 axes"):
+        capacity_keep_mask(index[0], 3, 1)
+    with pytest.raises(TypeError, match="expert_index must be an array of integers"):
+        capacity_keep_mask(index.astype(jnp.float32), 3, 1)
+    with pytest.raises(ValueError, match="capacity must be an int >= 0"):
+        capacity_keep_mask(index, 3, -1)

@@ -12,6 +12,7 @@ import scipy.optimize
 from flax import nnx
 
 from jaxlab.nn import (
+    ConvergenceFit,
     GPTConfig,
     MixtureOfExperts,
     fit_convergence_constants,
@@ -202,3 +203,24 @@ def test_teacher_student_task_is_the_teacher_plus_noise():
     assert fresh_x.shape == (16, 4) and fresh_y.shape == (16, 4)
     with pytest.raises(ValueError, match="top_k"):
         moe_teacher_student_task(key, num_experts=2, top_k=3)
+
+
+def test_bad_numbers_are_rejected_not_propagated():
+    fit = ConvergenceFit(0.0, 1.0, 1.0, 0.5, 4, 0.0, 0.0)
+    with pytest.raises(ValueError, match="top_k must be finite and > 0.0"):
+        predicted_loss(fit, [0, 1], 4)  # was inf with a numpy warning
+    with pytest.raises(TypeError, match="fit must be a ConvergenceFit"):
+        predicted_loss((0.0, 1.0), [1], 4)
+    k, t, loss = _synthetic(0.0)
+    with pytest.raises(ValueError, match="steps must be positive and finite"):
+        fit_convergence_constants(k, np.where(t == t[0], np.nan, t), loss, num_experts=16)
+    with pytest.raises(TypeError, match="loss must be a real"):
+        fit_convergence_constants(k, t, "loss", num_experts=16)
+    with pytest.raises(ValueError, match="num_experts must be an int >= 1"):
+        fit_convergence_constants(k, t, loss, num_experts=0)
+    with pytest.raises(ValueError, match="top_k_grid entries must be an int >= 1"):
+        fixed_compute_steps([0, 2], 10.0, 1.0, 1.0)  # was silently max(1, ...)
+    with pytest.raises(TypeError, match="clip must be a bool"):
+        optimal_top_k(1.0, 1.0, 16, 0.0, 1.0, clip=None)
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        moe_teacher_student_task(None)

@@ -391,3 +391,75 @@ def test_moe_ffn_adds_weighted_aux_loss(placement):
     if placement == "simple":
         assert float(rms["layer0.ffn.moe"]) == pytest.approx(1.0, abs=1e-3)
     assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input (issue 14): out-of-vocabulary ids, obscure errors.
+
+
+def test_out_of_vocabulary_ids_are_rejected_when_concrete(tiny_models):
+    model = tiny_models["simple"]
+    ok = jnp.zeros((1, 4), jnp.int32)
+    with pytest.raises(
+        ValueError, match=r"tokens must lie in \[0, vocab_size=256\), got .*\[-1, 0\]"
+    ):
+        model(ok.at[0, 1].set(-1))
+    with pytest.raises(ValueError, match=r"targets must lie in \[0, vocab_size=256\).*\[0, 300\]"):
+        language_model_loss(model, ok, ok.at[0, 2].set(300))
+    with pytest.raises(TypeError, match="targets must be an array of integers"):
+        language_model_loss(model, ok, jnp.zeros((1, 4)))
+    with pytest.raises(TypeError, match="tokens must be an array of integers"):
+        model("abcd")
+    with pytest.raises(TypeError, match="model must be a SimpleGPT"):
+        language_model_loss(object(), ok, ok)
+
+
+def test_traced_out_of_vocabulary_ids_give_nan_and_are_counted(tiny_models):
+    model = tiny_models["pre"]
+    loss_and_aux = jax.jit(model.loss_and_aux)
+    tokens = jax.random.randint(jax.random.key(3), (2, 8), 0, 256)
+    targets = jnp.roll(tokens, -1, axis=1)
+    # Valid batch: the jitted loss is the closed form, and nothing is counted.
+    loss, aux = loss_and_aux(tokens, targets)
+    logits = model(tokens)
+    manual = jnp.mean(
+        jax.nn.logsumexp(logits, -1) - jnp.take_along_axis(logits, targets[..., None], -1)[..., 0]
+    )
+    assert float(loss) == pytest.approx(float(manual), rel=1e-5)
+    assert int(aux["out_of_vocabulary"]) == 0
+    # A negative token would wrap to row 255 with plain indexing (a finite, wrong loss): here it
+    # is NaN, and counted; so is a target >= V.
+    wrapped = float(loss_and_aux(tokens.at[0, 3].set(255), targets)[0])
+    assert np.isfinite(wrapped)
+    for bad_tokens, bad_targets, count in (
+        (tokens.at[0, 3].set(-1), targets, 1),
+        (tokens, targets.at[1, 0].set(256).at[1, 1].set(-7), 2),
+    ):
+        loss, aux = loss_and_aux(bad_tokens, bad_targets)
+        assert np.isnan(float(loss)) and int(aux["out_of_vocabulary"]) == count
+
+
+def test_recipe_pieces_reject_bad_numbers():
+    with pytest.raises(ValueError, match="layer must be an int in"):
+        depth_init_std(4, 4)
+    with pytest.raises(ValueError, match="layer"):
+        depth_init_std(-1, 4)  # 0.02/sqrt(0) before
+    with pytest.raises(TypeError, match="depth_init must be a bool"):
+        depth_init_std(0, 4, depth_init="no")
+    x = jnp.ones((1, 3, 2, 8))
+    with pytest.raises(ValueError, match="x must have 4 axes"):
+        rotary_embedding(x[0], 1e4)
+    with pytest.raises(ValueError, match="even last axis"):
+        rotary_embedding(x[..., :7], 1e4)
+    with pytest.raises(ValueError, match="theta must be finite and > 0"):
+        rotary_embedding(x, float("nan"))
+    with pytest.raises(TypeError, match="x must be a floating array"):
+        SimpleNorm(4, 4, rngs=nnx.Rngs(0))(jnp.ones((2, 4), jnp.int32))
+    with pytest.raises(TypeError, match="kernel_init"):
+        SimpleNorm(4, 4, kernel_init=0.02, rngs=nnx.Rngs(0))
+    with pytest.raises(ValueError, match="moe_gate must be one of"):
+        GPTConfig(**TINY, moe_gate="top1")
+    with pytest.raises(TypeError, match="qk_norm_per_head must be a bool"):
+        GPTConfig(**TINY, qk_norm_per_head="yes")
+    with pytest.raises(ValueError, match="ffn_multiplier=1e-06 gives an FFN width of 0"):
+        GPTConfig(**TINY, ffn_multiplier=1e-6)

@@ -290,3 +290,36 @@ def test_scan_train_traced_num_steps_is_one_compilation_for_every_length():
     np.testing.assert_allclose(p["w"], whole.params["w"], rtol=1e-5, atol=1e-7)
     with pytest.raises(ValueError, match="traced num_steps"):
         jax.jit(lambda n: scan_train(loss_fn, params, tx, batch, n, checkpoint_every=2))(4)
+
+
+def test_training_loop_rejects_tokens_outside_the_vocabulary(periodic_data):
+    model = SimpleGPT(GPTConfig(16, 8, 1, 2, max_len=8, multiple_of=8), rngs=nnx.Rngs(0))
+    common = dict(steps=1, batch_size=2, seq_len=8, rng_key=jax.random.key(0))
+    data = np.arange(40, dtype=np.int32) % 16
+    # Inside jit a token >= V would only show up as a NaN loss: the stream is checked first.
+    with pytest.raises(ValueError, match=r"train_data must lie in \[0, vocab_size=16\).*\[0, 20\]"):
+        train_language_model(model, optax.sgd(0.1), np.where(data == 5, 20, data), **common)
+    with pytest.raises(ValueError, match=r"eval_data must lie in \[0, vocab_size=16\)"):
+        train_language_model(model, optax.sgd(0.1), data, eval_data=data - 1, **common)
+    with pytest.raises(TypeError, match="train_data must be an array of integers"):
+        train_language_model(model, optax.sgd(0.1), data.astype(np.float32), **common)
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        train_language_model(model, optax.sgd(0.1), data, **{**common, "rng_key": None})
+    history = train_language_model(model, optax.sgd(0.1), data, **common)  # valid: trains
+    assert np.isfinite(history["train_loss"]).all()
+
+
+def test_pipeline_pieces_reject_obscure_input():
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        sample_batch(None, jnp.arange(20), 2, 4)
+    with pytest.raises(TypeError, match="data must be an array of integers"):
+        sample_batch(jax.random.key(0), "text", 2, 4)
+    with pytest.raises(TypeError, match="data must be a real"):
+        split_corpus(None)
+    with pytest.raises(TypeError, match="losses must be a real"):
+        loss_curve_stability("curve", warmup_steps=0)
+    loss_fn = lambda w, b: jnp.sum(w**2)  # noqa: E731
+    with pytest.raises(ValueError, match="start_step must be an int >= 0"):
+        scan_train(loss_fn, jnp.ones(2), optax.sgd(0.1), lambda s: None, 1, start_step=-1)
+    with pytest.raises(TypeError, match="has_aux must be a bool"):
+        scan_train(loss_fn, jnp.ones(2), optax.sgd(0.1), lambda s: None, 1, has_aux=1)

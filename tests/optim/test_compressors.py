@@ -66,7 +66,7 @@ def _compress(compressor, v, key):
 
 @functools.partial(jax.jit, static_argnums=0)
 def _call(compressor, tree, key):
-    return compressor(tree, key)
+    return compressor.tree_compress(tree, key)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
@@ -424,7 +424,7 @@ def test_deterministic_flags():
 
 def test_random_compressor_needs_a_key():
     with pytest.raises(ValueError, match="rng_key"):
-        optim.rand_k(2)({"a": jnp.ones(4)})
+        optim.rand_k(2).tree_compress({"a": jnp.ones(4)})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -478,7 +478,7 @@ def test_k_larger_than_the_vector_raises():
     with pytest.raises(ValueError, match=r"k must lie in \(0, d\] = \(0, 3\]"):
         optim.top_k(5).compress(jnp.ones(3))
     with pytest.raises(ValueError, match="k must"):
-        optim.rand_k(4)({"a": jnp.ones(3)}, jax.random.PRNGKey(0))
+        optim.rand_k(4).tree_compress({"a": jnp.ones(3)}, jax.random.PRNGKey(0))
 
 
 def test_rotation_needs_even_size_and_vectors_must_be_flat():
@@ -633,7 +633,7 @@ def test_threshold_top_k_flags_repr_and_key():
     )
     assert repr(c) == "threshold_top_k(ratio=0.01, sample_size=8192, oversample=1.5, scope='leaf')"
     with pytest.raises(ValueError, match="rng_key"):
-        c({"a": jnp.ones(4)})
+        c.tree_compress({"a": jnp.ones(4)})
     assert c.alpha(1000) == 0.01 and c.bits(1000) == 15 * (32 + 10)
 
 
@@ -657,3 +657,30 @@ def test_threshold_top_k_bad_input(make, error, match):
         make()
     with pytest.raises(ValueError, match=r"k must lie in \(0, d\]"):
         optim.threshold_top_k(5).compress(jnp.ones(3), jax.random.PRNGKey(0))
+
+
+def test_compressors_are_not_callable_so_inject_hyperparams_passes_them_through():
+    # optax.inject_hyperparams takes any callable argument for a schedule; a compressor is
+    # applied by tree_compress instead, which equals compress leaf by leaf.
+    import optax
+
+    for compressor in ALL.values():
+        assert not callable(compressor)
+    tree = {"a": jnp.array([3.0, -1.0, -4.0, 0.5]), "b": jnp.array([[2.0, -5.0]])}
+    out = optim.top_k(1).tree_compress(tree)
+    np.testing.assert_array_equal(out["a"], optim.top_k(1).compress(tree["a"]))
+    np.testing.assert_array_equal(out["b"], [[0.0, -5.0]])
+    injected = optax.inject_hyperparams(optim.compressed_gradient_descent)(
+        learning_rate=0.5, compressor=optim.top_k(1)
+    )
+    updates, _ = injected.update(tree, injected.init(tree))
+    np.testing.assert_array_equal(updates["b"], [[0.0, 2.5]])
+
+
+def test_tree_compress_checks_leaves_and_keys():
+    with pytest.raises(TypeError, match=r"tree\['w'\] must have a floating dtype"):
+        optim.top_k(1).tree_compress({"w": jnp.ones(3, jnp.int32)})
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        optim.rand_k(1).tree_compress(jnp.ones(3), 0)
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        optim.natural_compression().compress(jnp.ones(3), "key")

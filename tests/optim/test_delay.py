@@ -242,7 +242,7 @@ def test_bad_input():
         delayed(optax.sgd(0.1), correction="nesterov")
     with pytest.raises(ValueError, match="extrapolation must be finite and >= 0"):
         delayed(optax.sgd(0.1), correction="update_extrapolation", extrapolation=-1.0)
-    with pytest.raises(ValueError, match="buffer_decay must be finite and >= 0"):
+    with pytest.raises(ValueError, match=r"buffer_decay must be finite and in \[0.0, 1.0\]"):
         delayed(optax.sgd(0.1), correction="error_buffer", buffer_decay=jnp.array(-0.5))
     with pytest.raises(TypeError, match="inner must be"):
         delayed(lambda g: g)
@@ -252,3 +252,103 @@ def test_bad_input():
         "gradient_extrapolation",
         "error_buffer",
     }
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 14: plain inject_hyperparams, non-finite gradients, params/updates consistency, values.
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"correction": "error_buffer", "extrapolation": 0.5, "buffer_decay": 0.5}],
+    ids=["none", "error_buffer"],
+)
+@pytest.mark.parametrize("make_inner", [_adamw, _muon], ids=["adamw", "muon"])
+def test_plain_inject_hyperparams_around_an_inner_transform(make_inner, kwargs):
+    """inject_hyperparams(delayed)(inner) with the defaults: delay_steps (None) stays static."""
+    injected = optax.inject_hyperparams(delayed)(make_inner(), **kwargs)
+    state = injected.init(_params())
+    assert "delay_steps" not in state.hyperparams and "extrapolation" in state.hyperparams
+    expected = _trajectory(delayed(make_inner(), **kwargs), _params(), _gradients(4))
+    actual = _trajectory(injected, _params(), _gradients(4))
+    for a, e in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=1e-6, atol=1e-7)
+
+
+def test_traced_delay_steps_asks_for_static_args():
+    tx = optax.inject_hyperparams(delayed)(optax.sgd(0.1), delay_steps=2)
+    with pytest.raises(TypeError, match=r"delay_steps .* static_args=\('delay_steps',\)"):
+        jax.jit(tx.init)(_params())
+    tx = optax.inject_hyperparams(delayed, static_args="delay_steps")(optax.sgd(0.1), delay_steps=2)
+    assert jax.jit(tx.init)(_params()).inner_state.gradient_fifo["w"].shape == (2, 5, 4)
+
+
+def _with_nan(grads, step):
+    return jax.tree.map(lambda g: g.at[step].set(jnp.nan), grads)
+
+
+@pytest.mark.parametrize("correction", [None, "gradient_extrapolation", "error_buffer"])
+def test_nonfinite_gradients_are_counted_and_stay_in_the_buffers(correction):
+    tx = delayed(_adamw(), correction=correction)
+    _, updates = _trajectory(tx, _params(), _with_nan(_gradients(), 2))
+    state = tx.init(_params())
+    for step in range(_STEPS):
+        g = jax.tree.map(lambda x, step=step: x[step], _with_nan(_gradients(), 2))
+        _, state = jax.jit(tx.update)(g, state, _params())
+    assert int(state.nonfinite_count) == 1
+    finite = [bool(np.isfinite(np.asarray(updates["w"][t])).all()) for t in range(_STEPS)]
+    # Received at call 2, fed to AdamW at call 3 (one-step delay): NaN from then on.
+    assert finite == [True, True, True, False, False, False]
+
+
+def test_apply_if_finite_skips_a_nan_gradient_and_recovers():
+    """Guarded, the NaN call is a zero update with the state unchanged: the run equals the run
+    that never received that gradient (compared with the unguarded run on the clean sequence)."""
+    grads = _gradients()
+    clean = jax.tree.map(lambda g: jnp.concatenate([g[:2], g[3:]]), grads)
+    tx = delayed(_adamw(), correction="update_extrapolation")
+    guarded = optax.apply_if_finite(tx, max_consecutive_errors=3)
+    trajectory, updates = _trajectory(guarded, _params(), _with_nan(grads, 2))
+    expected_trajectory, expected_updates = _trajectory(tx, _params(), clean)
+    np.testing.assert_array_equal(np.asarray(updates["w"][2]), 0.0)
+    keep = np.array([0, 1, 3, 4, 5])
+    for leaf in ("w", "b"):
+        np.testing.assert_allclose(updates[leaf][keep], expected_updates[leaf], rtol=1e-6)
+    state = guarded.init(_params())
+    for step in range(_STEPS):
+        g = jax.tree.map(lambda x, step=step: x[step], _with_nan(grads, 2))
+        _, state = jax.jit(guarded.update)(g, state, _params())
+    assert int(state.total_notfinite) == 1 and int(state.inner_state.nonfinite_count) == 0
+
+
+def test_params_and_updates_consistency():
+    tx = delayed(optax.adam(1e-2))
+    with pytest.raises(TypeError, match=r"params\['w'\] must have a floating dtype, got int32"):
+        tx.init({"w": jnp.zeros(5, jnp.int32)})
+    state = tx.init({"w": jnp.zeros(5)})
+    for shape in ((3, 5), (1,)):
+        with pytest.raises(ValueError, match=rf"updates\['w'\] has shape \({shape[0]},"):
+            tx.update({"w": jnp.ones(shape)}, state)
+    with pytest.raises(TypeError, match=r"updates\['w'\] must have a floating dtype"):
+        tx.update({"w": jnp.ones(5, jnp.int32)}, state)
+    # delay 0 with a correction keeps no FIFO: the correction's buffer is the reference.
+    tx = delayed(optax.sgd(0.1), delay_steps=0, correction="gradient_extrapolation")
+    with pytest.raises(ValueError, match=r"updates\['w'\] has shape \(1,\)"):
+        tx.update({"w": jnp.ones(1)}, tx.init({"w": jnp.zeros(5)}))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "pattern"),
+    [
+        ({"extrapolation": float("inf")}, ValueError, "extrapolation must be finite"),
+        ({"extrapolation": "1"}, TypeError, "extrapolation must be a real number"),
+        ({"buffer_decay": 5.0}, ValueError, r"buffer_decay must be finite and in \[0.0, 1.0\]"),
+        ({"buffer_decay": float("nan")}, ValueError, "buffer_decay must be finite"),
+        ({"delay_steps": True}, TypeError, "delay_steps must be a"),
+        ({"delay_steps": jnp.array([1, 2])}, TypeError, "delay_steps must be a"),
+        ({"correction": 3}, ValueError, "correction must be"),
+    ],
+)
+def test_rejected_values(kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        delayed(optax.sgd(0.1), correction=kwargs.pop("correction", "error_buffer"), **kwargs)

@@ -6,6 +6,8 @@ The battery (jit, inject_hyperparams, MultiSteps, dtypes, shard_map, quadratic) 
 
 from __future__ import annotations
 
+import inspect
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -429,3 +431,226 @@ def test_invalid_options():
         optim.deva_vector(1e-3, weight_decay=-1.0)
     with pytest.raises(ValueError, match="x must be a 2-D matrix"):
         optim.newton_schulz_msign(jnp.zeros(3))
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 14: plain inject_hyperparams, non-finite gradients, params/updates consistency, values.
+
+
+def _mixed_params():
+    keys = jax.random.split(jax.random.key(7), 2)
+    return {"w": jax.random.normal(keys[0], (4, 3)), "b": jax.random.normal(keys[1], (3,))}
+
+
+def _mixed_grads(steps):
+    return [
+        jax.tree.map(lambda p, i=i: jnp.sin(3.0 * p + i), _mixed_params()) for i in range(steps)
+    ]
+
+
+def _trajectory(tx, params, grads):
+    @jax.jit
+    def step(p, s, g):
+        u, s = tx.update(g, s, p)
+        return optax.apply_updates(p, u), s
+
+    state, out = tx.init(params), []
+    for g in grads:
+        params, state = step(params, state, g)
+        out.append(params)
+    return out, state
+
+
+def _matrix_only(factory):
+    def make(learning_rate, **kwargs):
+        return optax.chain(factory(**kwargs), optax.scale_by_learning_rate(learning_rate))
+
+    return make
+
+
+@pytest.mark.parametrize(
+    ("factory", "kwargs", "params"),
+    [
+        (optim.deva, {"learning_rate": 3e-3, "precondition_frequency": 2}, None),
+        (optim.deva, {"learning_rate": 3e-3, "fallback": "deva_vector"}, None),
+        (optim.deva_vector, {"learning_rate": 3e-3}, None),
+        (optim.scale_by_deva_matrix, {"precondition_frequency": 2}, "w"),
+        (optim.scale_by_soap, {"precondition_frequency": 2}, "w"),
+    ],
+    ids=["deva", "deva_vector_fallback", "deva_vector", "deva_matrix", "soap"],
+)
+def test_plain_inject_hyperparams_gives_the_same_trajectory(factory, kwargs, params):
+    """optax.inject_hyperparams(T)(...) with T's defaults (its ints injected, traced under jit)."""
+    tree = _mixed_params() if params is None else _mixed_params()[params]
+    grads = _mixed_grads(5) if params is None else [g[params] for g in _mixed_grads(5)]
+    injected = optax.inject_hyperparams(factory)(**kwargs)
+    hyperparams = injected.init(tree).hyperparams
+    if "precondition_frequency" in inspect.signature(factory).parameters:
+        assert "precondition_frequency" in hyperparams  # an int that only enters arithmetic
+        assert "max_precond_dim" not in hyperparams  # None by default: it sets shapes
+    expected, _ = _trajectory(factory(**kwargs), tree, grads)
+    actual, _ = _trajectory(injected, tree, grads)
+    for a, e in zip(actual, expected, strict=True):
+        jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7), a, e)
+
+
+def test_learning_rate_annotations_are_real_objects():
+    """optax's contrib battery compares the annotation with optax.ScalarOrSchedule (no strings)."""
+    for factory in (optim.deva, optim.deva_vector):
+        annotation = inspect.signature(factory).parameters["learning_rate"].annotation
+        assert annotation is optax.ScalarOrSchedule
+
+
+def test_shape_setting_ints_must_be_static_under_inject_hyperparams():
+    params = _mixed_params()
+    tx = optax.inject_hyperparams(optim.deva)(1e-3, max_precond_dim=100)
+    with pytest.raises(TypeError, match=r"max_precond_dim .* static_args=\('max_precond_dim',\)"):
+        jax.jit(tx.init)(params)
+    tx = optax.inject_hyperparams(optim.deva, static_args=("max_precond_dim", "ns_steps"))
+    state = jax.jit(tx(1e-3, max_precond_dim=3, ns_steps=4).init)(params)
+    assert state.inner_state.inner_state.inner_states["deva"].inner_state[0].left["w"].shape == (
+        0,
+        0,
+    )  # the side of length 4 > 3 is not rotated
+    with pytest.raises(TypeError, match=r"ns_steps .* static_args=\('ns_steps',\)"):
+        jax.jit(optax.inject_hyperparams(optim.scale_by_deva_matrix)(ns_steps=4).init)(params["w"])
+
+
+def test_traced_precondition_frequency_refreshes_when_the_python_int_does():
+    grads = [g["w"] for g in _mixed_grads(6)]
+    make = optax.inject_hyperparams(optim.scale_by_soap)
+    for frequency in (1, 3):
+        expected, _ = _trajectory(optim.scale_by_soap(precondition_frequency=frequency),
+                                  jnp.zeros((4, 3)), grads)  # fmt: skip
+        actual, _ = _trajectory(make(precondition_frequency=frequency), jnp.zeros((4, 3)), grads)
+        np.testing.assert_allclose(actual[-1], expected[-1], rtol=1e-6, atol=1e-7)
+    with pytest.raises(TypeError, match="precondition_frequency must be an int"):
+        optim.scale_by_soap(precondition_frequency=2.0)
+
+
+@pytest.mark.parametrize(
+    ("factory", "field", "whole_tree"),
+    [
+        (lambda: optim.deva(1e-3), lambda s: s.nonfinite_count, True),
+        (lambda: optim.deva_vector(1e-3), lambda s: s[0].nonfinite_count, False),
+        (optim.scale_by_deva_vector, lambda s: s.nonfinite_count, False),
+    ],
+    ids=["deva", "deva_vector", "scale_by_deva_vector"],
+)
+def test_nonfinite_gradients_are_counted(factory, field, whole_tree):
+    tx = factory()
+    params = _mixed_params() if whole_tree else _mixed_params()["b"]
+    grads = _mixed_grads(4) if whole_tree else [g["b"] for g in _mixed_grads(4)]
+    nan_at = lambda g: jax.tree.map(lambda x: x.at[(0,) * x.ndim].set(jnp.nan), g)  # noqa: E731
+    state = tx.init(params)
+    for i, g in enumerate(grads):
+        _, state = jax.jit(tx.update)(nan_at(g) if i in (1, 2) else g, state, params)
+    assert int(field(state)) == 2
+
+
+def test_matrix_and_soap_count_nonfinite_gradients():
+    g = _mixed_grads(1)[0]["w"]
+    for tx in (optim.scale_by_deva_matrix(), optim.scale_by_soap()):
+        state = tx.init(g)
+        _, state = tx.update(g.at[1, 1].set(jnp.inf), state)
+        _, state = tx.update(g, state)
+        assert int(state.nonfinite_count) == 1
+
+
+@pytest.mark.parametrize("fallback", ["adamw", "deva_vector"])
+def test_apply_if_finite_skips_a_nan_step_and_recovers(fallback):
+    """Under optax.apply_if_finite a NaN step is a zero update and the state does not move: the
+    run equals the run that never saw that gradient (a second implementation path)."""
+    params, grads = _mixed_params(), _mixed_grads(5)
+    bad = jax.tree.map(lambda x: jnp.full_like(x, jnp.nan), grads[0])
+    tx = optim.deva(3e-3, fallback=fallback, precondition_frequency=2)
+    expected, _ = _trajectory(tx, params, grads)
+    guarded = optax.apply_if_finite(tx, max_consecutive_errors=3)
+    actual, state = _trajectory(guarded, params, [*grads[:2], bad, *grads[2:]])
+    assert int(state.total_notfinite) == 1
+    assert int(state.inner_state.nonfinite_count) == 0  # the NaN never reached deva
+    jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b), actual[2], actual[1])
+    for a, e in zip([*actual[:2], *actual[3:]], expected, strict=True):
+        jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7), a, e)
+    # Without the guard the NaN is counted and, as documented, stays in the moments.
+    unguarded, state = _trajectory(tx, params, [*grads[:2], bad, *grads[2:]])
+    assert int(state.nonfinite_count) == 1
+    assert not np.isfinite(np.asarray(unguarded[-1]["b"])).any()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: optim.deva(1e-3),
+        lambda: optim.deva_vector(1e-3),
+        lambda: optim.scale_by_deva_vector(),
+        lambda: optim.deva(1e-3, fallback=None, matrix_filter=lambda p, x: True),
+    ],
+    ids=["deva", "deva_vector", "scale_by_deva_vector", "deva_matrix_only"],
+)
+def test_params_and_updates_consistency(make):
+    tx = make()
+    w = jnp.ones((4, 3))
+    with pytest.raises(TypeError, match=r"params\['w'\] must have a floating dtype, got int32"):
+        tx.init({"w": w.astype(jnp.int32)})
+    state = tx.init({"w": w})
+    for bad, pattern in (
+        (jnp.ones((2, 4, 3)), r"updates\['w'\] has shape \(2, 4, 3\)"),
+        (jnp.ones((1, 3)), r"updates\['w'\] has shape \(1, 3\)"),
+        (jnp.ones((4, 3), jnp.int32), r"updates\['w'\] must have a floating dtype"),
+    ):
+        with pytest.raises((ValueError, TypeError), match=pattern):
+            tx.update({"w": bad}, state, {"w": w})
+    with pytest.raises(ValueError, match="updates must have the same tree structure"):
+        tx.update({"v": w}, state, {"w": w})
+
+
+def test_vector_update_of_another_shape_is_rejected():
+    tx = optim.scale_by_deva_vector()
+    state = tx.init(jnp.zeros(5))
+    for shape in ((3, 5), (1,)):
+        with pytest.raises(ValueError, match=rf"has shape \({shape[0]},"):
+            tx.update(jnp.ones(shape), state)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"learning_rate": -1e-3}, "learning_rate"),
+        ({"learning_rate": float("nan")}, "learning_rate"),
+        ({"learning_rate": float("inf")}, "learning_rate"),
+        ({"learning_rate": "0.1"}, "learning_rate"),
+        ({"fallback_learning_rate": -1.0}, "fallback_learning_rate"),
+        ({"fallback_b1": 1.0}, "fallback_b1"),
+        ({"fallback_b2": jnp.array(1.5)}, "fallback_b2"),
+        ({"fallback_eps": -1e-8}, "fallback_eps"),
+        ({"eps": -1e-8}, "eps"),
+        ({"matrix_filter": "2d"}, "matrix_filter"),
+        ({"ns_coeffs": (1.0, 2.0)}, "ns_coeffs"),
+        ({"ns_coeffs": (1.0, float("nan"), 2.0)}, "ns_coeffs"),
+        ({"ns_steps": 0}, "ns_steps"),
+        ({"max_precond_dim": 0}, "max_precond_dim"),
+        ({"precondition_frequency": True}, "precondition_frequency"),
+    ],
+)
+def test_deva_rejects_bad_values(kwargs, name):
+    kwargs = {"learning_rate": 1e-3, **kwargs}
+    with pytest.raises((ValueError, TypeError), match=rf"^{name}"):
+        optim.deva(**kwargs)
+
+
+def test_vector_alias_and_helpers_reject_bad_values():
+    with pytest.raises(ValueError, match="^learning_rate must"):
+        optim.deva_vector(-0.1)
+    with pytest.raises(TypeError, match="^rng_key must be a JAX PRNG key"):
+        optim.quadratic_toy_hessian(None, [[1.0, 2.0]])
+    with pytest.raises(ValueError, match="^eigenvalues must be finite"):
+        optim.quadratic_toy_hessian(jax.random.key(0), [[1.0, float("nan")]])
+    with pytest.raises(TypeError, match="^x must have a floating dtype"):
+        optim.newton_schulz_msign(jnp.ones((2, 2), jnp.int32))
+    with pytest.raises(ValueError, match=r"^coeffs\[1\] must be finite"):
+        optim.newton_schulz_msign(jnp.ones((2, 2)), coeffs=(1.0, float("inf"), 0.0))
+    with pytest.raises(TypeError, match="^path must be a pytree key path"):
+        optim.is_hidden_matrix("w", jnp.ones((2, 2)))
+    with pytest.raises(TypeError, match="^matrix_filter must be None or a function"):
+        optim.deva_matrix_labels({"w": jnp.ones((2, 2))}, matrix_filter=3)

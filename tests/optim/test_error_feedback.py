@@ -493,3 +493,191 @@ def test_array_and_schedule_learning_rates_are_accepted():
         tx = optim.error_feedback_21(lr, optim.top_k(1))
         updates, _ = tx.update(params, tx.init(params))
         assert updates.shape == (3,)
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue 14: plain inject_hyperparams, stable state types, real annotations, non-finite values,
+# params/state/updates consistency, an unbound axis name.
+
+_FACTORIES = {"ef": optim.error_feedback, "ef21": optim.error_feedback_21}
+
+
+def _quadratic_run(tx, steps, *, nan_at=None, dim=6):
+    """``steps`` jitted updates on 0.5 ||x - t||^2 (a NaN gradient at step ``nan_at``)."""
+    target = jnp.linspace(-1.0, 2.0, dim)
+    params = {"w": jnp.zeros(dim)}
+    state = tx.init(params)
+    update = jax.jit(tx.update)
+    out = []
+    for step in range(steps):
+        grads = {"w": params["w"] - target}
+        if step == nan_at:
+            grads = {"w": grads["w"].at[1].set(jnp.nan)}
+        updates, state = update(grads, state, params)
+        params = optax.apply_updates(params, updates)
+        out.append(params["w"])
+    return np.stack(out), state
+
+
+@pytest.mark.parametrize("name", sorted(_FACTORIES))
+@pytest.mark.parametrize(
+    "compressor", [optim.top_k(ratio=0.1), optim.rand_k(ratio=0.3)], ids=["top_k", "rand_k"]
+)
+def test_plain_inject_hyperparams_gives_the_same_trajectory(name, compressor):
+    # The natural call: no static_args. A compressor is not callable, so optax does not take it
+    # for a schedule; only learning_rate is injected.
+    factory = _FACTORIES[name]
+    assert not callable(compressor)
+    injected = optax.inject_hyperparams(factory)(learning_rate=0.1, compressor=compressor)
+    assert set(injected.init({"w": jnp.zeros(6)}).hyperparams) == {"learning_rate"}
+    plain, _ = _quadratic_run(factory(0.1, compressor), 8)
+    inj, _ = _quadratic_run(injected, 8)
+    np.testing.assert_array_equal(inj, plain)
+    assert np.abs(plain[-1] - plain[0]).max() > 0.05  # it moved
+
+
+def _avals(tree):
+    return [
+        (jax.tree_util.keystr(path), jax.typeof(leaf).str_short(), jax.typeof(leaf).weak_type)
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(_FACTORIES))
+def test_state_types_are_stable_under_inject_hyperparams_and_multisteps(name):
+    # An injected int default (the old seed=0) is weak-typed and MultiSteps' cond makes it
+    # strong: one retrace. Every leaf's dtype and weak type must survive an update.
+    tx = optax.inject_hyperparams(_FACTORIES[name])(learning_rate=0.1, compressor=optim.top_k(2))
+    params = {"w": jnp.ones(5)}
+    state = tx.init(params)
+    _, new_state = jax.jit(tx.update)(params, state, params)
+    assert _avals(new_state) == _avals(state)
+
+    multi = optax.MultiSteps(tx, every_k_schedule=2)
+    traces = []
+
+    @jax.jit
+    def step(grads, state):
+        traces.append(None)
+        return multi.update(grads, state, params)
+
+    state = multi.init(params)
+    before = _avals(state)
+    for _ in range(4):
+        _, state = step(params, state)
+    assert len(traces) == 1
+    assert _avals(state) == before
+
+
+def test_learning_rate_annotations_are_real_objects():
+    # optax's contrib battery skips its schedule test unless the annotation is ScalarOrSchedule
+    # itself (not the string a `from __future__ import annotations` module would leave).
+    import inspect
+
+    for factory in _FACTORIES.values():
+        annotation = inspect.signature(factory).parameters["learning_rate"].annotation
+        assert annotation is optax.ScalarOrSchedule
+
+
+@pytest.mark.parametrize("name", sorted(_FACTORIES))
+def test_a_nan_gradient_is_counted_and_poisons_the_buffer(name):
+    tx = _FACTORIES[name](0.1, optim.top_k(2))
+    xs, state = _quadratic_run(tx, 6, nan_at=2)
+    assert np.all(np.isfinite(xs[:2]))
+    assert np.isnan(xs[-1]).any()  # documented: the NaN stays in the buffer
+    # Counted at the NaN step and at every later one (the buffer still holds it).
+    inner = _ef_state(state)
+    assert int(inner.nonfinite_count) == 4
+    _, clean = _quadratic_run(tx, 6)
+    assert int(_ef_state(clean).nonfinite_count) == 0
+
+
+def _ef_state(chain_state):
+    (found,) = [
+        s
+        for s in jax.tree.leaves(
+            chain_state,
+            is_leaf=lambda s: isinstance(s, optim.ErrorFeedbackState | optim.ErrorFeedback21State),
+        )
+        if isinstance(s, optim.ErrorFeedbackState | optim.ErrorFeedback21State)
+    ]
+    return found
+
+
+def test_threshold_top_k_with_a_nan_residual_is_reported():
+    # threshold_top_k never selects a NaN coordinate, so messages stay finite while the residual
+    # holds the NaN forever: the counter is what tells.
+    tx = optim.scale_by_error_feedback(optim.threshold_top_k(1, oversample=1.0))
+    state = tx.init(jnp.zeros(4))
+    message, state = tx.update(jnp.array([jnp.nan, 0.0, 0.0, 0.0]), state)
+    for _ in range(3):
+        message, state = tx.update(jnp.array([0.0, 1.0, 2.0, 3.0]), state)
+        assert np.all(np.isfinite(message))
+    assert np.isnan(state.error[0])
+    assert int(state.nonfinite_count) == 4
+
+
+@pytest.mark.parametrize("name", sorted(_FACTORIES))
+def test_apply_if_finite_skips_the_nan_step_and_recovers(name):
+    # The documented composition: the NaN step is rejected (zero update, buffers kept), so the
+    # run equals the clean run with that step left out (deterministic compressor, and the
+    # gradient depends only on the params, which the skipped step does not move).
+    make = lambda: optax.apply_if_finite(_FACTORIES[name](0.1, optim.top_k(2)), 3)  # noqa: E731
+    xs, state = _quadratic_run(make(), 7, nan_at=2)
+    clean, _ = _quadratic_run(make(), 6)
+    np.testing.assert_array_equal(xs[2], xs[1])
+    np.testing.assert_allclose(np.delete(xs, 2, axis=0), clean, rtol=1e-6, atol=1e-7)
+    assert int(state.total_notfinite) == 1 and bool(state.last_finite)
+    assert int(_ef_state(state.inner_state).nonfinite_count) == 0
+
+
+@pytest.mark.parametrize("name", sorted(_FACTORIES))
+def test_params_state_and_updates_must_agree(name):
+    tx = _FACTORIES[name](0.1, optim.top_k(1))
+    with pytest.raises(TypeError, match=r"params\['w'\] must have a floating dtype, got int32"):
+        tx.init({"w": jnp.zeros(5, jnp.int32)})
+    state = tx.init({"w": jnp.zeros(5)})
+    for bad in (jnp.ones((3, 5)), jnp.ones(1)):
+        with pytest.raises(ValueError, match=r"updates\['w'\] has shape .* state's .* \(5,\)"):
+            tx.update({"w": bad}, state)
+        with pytest.raises(ValueError, match=r"updates\['w'\] has shape"):
+            jax.jit(tx.update)({"w": bad}, state)
+    # (error_feedback scales the gradient first, which makes an integer one float: harmless.)
+    scale = {"ef": optim.scale_by_error_feedback, "ef21": optim.scale_by_error_feedback_21}[name]
+    inner = scale(optim.top_k(1))
+    with pytest.raises(TypeError, match=r"updates\['w'\] must have a floating dtype"):
+        inner.update({"w": jnp.ones(5, jnp.int32)}, inner.init({"w": jnp.zeros(5)}))
+    with pytest.raises(ValueError, match="tree structure"):
+        tx.update({"v": jnp.ones(5)}, state)
+
+
+@pytest.mark.parametrize("name", sorted(_FACTORIES))
+def test_an_unbound_axis_name_gets_a_clear_error(name):
+    tx = _FACTORIES[name](0.1, optim.top_k(1), axis_name="workers")
+    state = tx.init(jnp.zeros(3))
+    with pytest.raises(ValueError, match="axis_name 'workers' is not bound.*jax.vmap"):
+        tx.update(jnp.ones(3), state)
+    # Bound, it runs (one worker under vmap).
+    out, _ = jax.vmap(tx.update, axis_name="workers")(
+        jnp.ones((1, 3)), jax.tree.map(lambda s: s[None], state)
+    )
+    assert out.shape == (1, 3)
+
+
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (lambda: optim.error_feedback("0.1", optim.top_k(1)), TypeError, "learning_rate"),
+        (lambda: optim.error_feedback(None, optim.top_k(1)), TypeError, "learning_rate"),
+        (lambda: optim.error_feedback(1j, optim.top_k(1)), TypeError, "learning_rate"),
+        (lambda: optim.error_feedback(True, optim.top_k(1)), TypeError, "learning_rate"),
+        (lambda: optim.error_feedback_21(jnp.nan, optim.top_k(1)), ValueError, "learning_rate"),
+        (lambda: optim.error_feedback(0.1, "top_k"), TypeError, "compressor"),
+        (lambda: optim.error_feedback(0.1, optim.top_k(1), seed=1.5), TypeError, "seed"),
+        (lambda: optim.error_feedback_21(0.1, optim.top_k(1), init=None), ValueError, "init"),
+        (lambda: optim.scale_by_error_feedback(optim.top_k(1), axis_name=3), TypeError, "axis"),
+    ],
+)
+def test_bad_hyperparameters_get_clear_errors(make, error, match):
+    with pytest.raises(error, match=match):
+        make()

@@ -346,3 +346,21 @@ def test_worst_case_rate_attains_the_tight_rate(x64, method):
     assert worse > rho
     with pytest.raises(ValueError, match="workers"):
         optim.worst_case_rate(method, 0.1, 1.0, eta, alpha, rng)
+
+
+def test_problem_helpers_reject_bad_input_eagerly():
+    with pytest.raises(TypeError, match="learning_rate must be a number"):
+        optim.compressed_gradient_descent(lambda count: 0.1, optim.top_k(1))
+    with pytest.raises(ValueError, match="alpha must be finite"):
+        optim.rotation_instance_rates("ef", [[1.0]], [[0.0]], 0.1, float("nan"))
+    with pytest.raises(ValueError, match="curvature must be finite"):
+        optim.rotation_instance_rates("ef", [[float("nan")]], [[0.0]], 0.1, 0.5)
+    with pytest.raises(TypeError, match="rng must be a numpy Generator"):
+        optim.worst_case_rate("ef", [0.1], [1.0], 0.1, 0.5, 0)
+    with pytest.raises(ValueError, match="labels"):
+        optim.logistic_reference_minimiser(np.ones((2, 3, 4)), np.ones((2, 4)), 0.1)
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        optim.distributed_least_squares(None, 2, 3, 4)
+    with pytest.raises(ValueError, match="tolerance"):
+        problem = optim.distributed_least_squares(jax.random.key(0), 2, rows=3, dim=2)
+        optim.run_distributed(problem, optax.sgd, 0.1, tolerance=float("nan"), max_steps=5)

@@ -253,3 +253,47 @@ def test_particle_noise_hash_is_threefry_and_noise_is_standard_normal():
     # A particle's noise depends on (key, particle index) only: a longer run extends it.
     longer = np.asarray(particle_noise(key, 4100, 5, jnp.float32, None))
     np.testing.assert_array_equal(longer[:4000], noise)
+
+
+def test_info_counts_traced_positions_outside_the_domain_and_nonfinite_results():
+    """init cannot see traced positions; the step counts those outside and the NaN they give."""
+    algorithm = particles.mmfld(
+        particles.linear_potential_functional(jnp.asarray([0.3])),
+        particles.box_mirror_map(0.0, 1.0),
+        1e-3,
+        0.1,
+    )
+    start = jnp.asarray([[0.5], [1.5], [-0.5], [0.25], [jnp.nan]])
+    state, info = jax.jit(lambda x: algorithm.step(jax.random.key(0), algorithm.init(x)))(start)
+    outside = ~np.isfinite(np.asarray(start[:, 0])) | (np.asarray(start[:, 0]) < 0)
+    outside |= np.asarray(start[:, 0]) > 1
+    assert int(info.outside_count) == int(outside.sum()) == 3
+    assert int(info.nonfinite_count) == int((~np.isfinite(np.asarray(state.positions))).sum()) == 3
+    _, valid = algorithm.step(jax.random.key(0), algorithm.init(jnp.full((4, 1), 0.5)))
+    assert int(valid.outside_count) == 0 and int(valid.nonfinite_count) == 0
+    with pytest.raises(ValueError, match="positions must lie strictly inside"):
+        algorithm.init(start[:4])
+    with pytest.raises(ValueError, match="positions must be finite"):
+        algorithm.init(start)
+
+
+def test_positions_of_the_wrong_dimension_and_unbound_axis_raise():
+    functional = particles.linear_potential_functional(jnp.asarray([0.3, 0.1]))
+    box = particles.box_mirror_map(jnp.zeros(2), jnp.ones(2))
+    algorithm = particles.mmfld(functional, box, 1e-3, 0.1)
+    with pytest.raises(ValueError, match="positions of dimension 3 do not fit the mirror map"):
+        algorithm.init(jnp.full((4, 3), 0.5))
+    with pytest.raises(ValueError, match="positions of dimension 1 do not fit the mirror map"):
+        algorithm.init(jnp.full((4, 1), 0.5))
+    scalar_box = particles.mmfld(functional, particles.box_mirror_map(0.0, 1.0), 1e-3, 0.1)
+    with pytest.raises(ValueError, match="positions of dimension 1 do not fit the functional"):
+        scalar_box.init(jnp.full((4, 1), 0.5))
+    with pytest.raises(ValueError, match="entropy_queries must be an int in \\[0, 4\\]"):
+        particles.mmfld(functional, box, 1e-3, 0.1, entropy_queries=5).step(
+            jax.random.key(0), algorithm.init(jnp.full((4, 2), 0.5))
+        )
+    sharded = particles.mmfld(functional, box, 1e-3, 0.1, axis_name="particles")
+    with pytest.raises(ValueError, match="axis_name 'particles' is not bound"):
+        sharded.step(jax.random.key(0), algorithm.init(jnp.full((4, 2), 0.5)))
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        algorithm.step(None, algorithm.init(jnp.full((4, 2), 0.5)))

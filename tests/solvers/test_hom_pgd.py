@@ -693,3 +693,59 @@ def test_implicit_gradient_with_gmres_equals_the_dense_one(x64):
     # Forward mode goes through the same matrix-free solve.
     jac_forward = jax.jacfwd(lambda c: gmres.run(jnp.zeros(3), c).params)(c)
     assert np.allclose(jac_forward, closed_form, atol=1e-8)
+
+
+# --------------------------------------------------------------------------------------------
+# Status and eager input checks (issue 14).
+
+
+def test_hom_pgd_status_converged_maxiter_and_nonfinite():
+    from jaxlab.solvers import SolverStatus
+
+    # min ||x - c||² over Φ(𝔹) = 2𝔹 with c inside: converged at z = c / 2.
+    target = jnp.array([0.5, -0.25])
+    fun = lambda x: jnp.sum((x - target) ** 2)  # noqa: E731
+    converged = HomPGD(fun, lambda z: 2.0 * z, stepsize=0.1, maxiter=500, tol=1e-6).run(
+        jnp.zeros(2)
+    )
+    assert int(converged.state.status) == SolverStatus.CONVERGED
+    np.testing.assert_allclose(converged.params, target / 2, atol=1e-6)
+    capped = HomPGD(fun, lambda z: 2.0 * z, stepsize=0.01, maxiter=4).run(jnp.zeros(2))
+    assert int(capped.state.status) == SolverStatus.MAXITER and int(capped.state.iter_num) == 4
+    # log(1 - x₁) pushes x₁ = 2 z₁ past 1 in one step: the value is NaN there.
+    blown = HomPGD(lambda x: jnp.log(1.0 - x[0]), lambda z: 2.0 * z, stepsize=1.0).run(
+        jnp.array([0.1, 0.0])
+    )
+    assert int(blown.state.status) == SolverStatus.NONFINITE
+    assert int(blown.state.iter_num) == 1 and np.isnan(float(blown.state.value))
+
+
+def test_objective_change_rule_with_infinite_error_is_not_nonfinite():
+    # An infeasible iterate has error = inf under "objective_change": that is "not feasible yet".
+    from jaxlab.solvers import SolverStatus
+
+    solver = HomPGD(
+        lambda x: -x[0],
+        lambda z: 2.0 * z,  # overshoots the unit disk K
+        lambda x: jnp.sum(x**2, keepdims=True) - 1.0,
+        stopping="objective_change",
+        stepsize=0.5,
+        maxiter=5,
+    )
+    out = solver.run(jnp.array([0.9, 0.0]))
+    assert np.isinf(float(out.state.error))
+    assert int(out.state.status) == SolverStatus.MAXITER
+
+
+def test_problem_functions_name_the_mismatched_argument():
+    from jaxlab.solvers import qcqp_objective, sample_qcqp, star_objective, star_projection
+
+    instance = sample_qcqp(jax.random.key(0), 3, 2)
+    with pytest.raises(ValueError, match=r"x must have shape \(n,\) = \(3,\)"):
+        qcqp_objective(jnp.zeros(2), instance)
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        sample_qcqp(None, 3, 2)
+    with pytest.raises(ValueError, match=r"x must be a point of the plane"):
+        star_objective(jnp.zeros(3))
+    with pytest.raises(ValueError, match=r"y must be a point of the plane"):
+        star_projection(jnp.zeros((2, 2)))

@@ -381,3 +381,53 @@ def test_graph_size_must_match_the_number_of_agents(x64):
         ValueError, match=r"graph_fn returns \(4, 4\) graphs but there are 3 agents"
     ):
         solver.run(jnp.zeros(3), rng_key=jax.random.key(0))
+
+
+# --------------------------------------------------------------------------------------------
+# Status and eager input checks (issue 14).
+
+
+def test_push_pull_status_converged_maxiter_and_nonfinite(x64):
+    from jaxlab.solvers import SolverStatus
+
+    b = jnp.array([0.0, 1.0, -1.0, 2.0])
+    common = dict(graph_fn=_ring, stepsize=0.2, tol=1e-8)
+    converged = PushPull(grad_fn=lambda x, b_i: x - b_i, maxiter=2000, **common).run(
+        jnp.zeros(4), b, rng_key=jax.random.key(0)
+    )
+    assert int(converged.state.status) == SolverStatus.CONVERGED
+    np.testing.assert_allclose(converged.params, jnp.mean(b), atol=1e-7)  # x* = mean(b)
+    capped = PushPull(grad_fn=lambda x, b_i: x - b_i, maxiter=3, **common).run(
+        jnp.zeros(4), b, rng_key=jax.random.key(0)
+    )
+    assert int(capped.state.status) == SolverStatus.MAXITER and int(capped.state.iter_num) == 3
+    # φ_i = -exp(x), unbounded below: its gradient drives x to +inf, exp overflows, then NaN.
+    blown = PushPull(grad_fn=lambda x, b_i: -jnp.exp(x), maxiter=2000, **common).run(
+        jnp.full(4, 600.0), b, rng_key=jax.random.key(0)
+    )
+    assert int(blown.state.status) == SolverStatus.NONFINITE
+    assert int(blown.state.iter_num) < 2000
+
+
+def test_agent_axis_and_keys_are_checked_before_tracing(x64):
+    solver = PushPull(grad_fn=lambda x, b_i: x - b_i, graph_fn=_ring, stepsize=0.1)
+    with pytest.raises(ValueError, match=r"args\[0\] must carry the 4 agents"):
+        solver.run(jnp.zeros(4), jnp.zeros(3), rng_key=jax.random.key(0))
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        solver.run(jnp.zeros(4), jnp.zeros(4), rng_key=None)
+    shifted = PushPull(grad_fn=lambda x: jnp.zeros(2), graph_fn=_ring, stepsize=0.1)
+    with pytest.raises(ValueError, match=r"grad_fn\(x_i, \*args_i\) has shape \(4, 2\)"):
+        shifted.run(jnp.zeros(4), rng_key=jax.random.key(0))
+    named = PushPull(grad_fn=_grad, graph_fn=_ring, stepsize=0.1, axis_name="agents")
+    with pytest.raises(ValueError, match="axis_name 'agents' is not bound"):
+        named.init_state(jnp.zeros(()), rng_key=jax.random.key(0))
+    fab = FAB(
+        upper_grad_fn=lambda x, y: (x, y),
+        lower_grad_fn=lambda x, y: (x - y, y - x),
+        graph_fn=_ring,
+    )
+    with pytest.raises(TypeError, match="init_params must be FABParams"):
+        fab.run(jnp.zeros(4), rng_key=jax.random.key(0))
+    zeros = jnp.zeros(3)
+    with pytest.raises(ValueError, match=r"graph_fn returns \(4, 4\) graphs but there are 3"):
+        fab.run(FABParams(zeros, zeros, zeros), rng_key=jax.random.key(0))

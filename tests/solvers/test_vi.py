@@ -608,3 +608,144 @@ def test_solvers_keep_dtypes_under_strict_promotion(dtype):
             out = solver.run(init, rng_key=jax.random.key(0))
             assert out.params.dtype == dtype and out.state.error.dtype == dtype
             assert float(out.state.error) < 0.5 * float(jnp.linalg.norm(M @ init))
+
+
+# --------------------------------------------------------------------------------------------
+# Status, batch sizes and exact call counts (issue 14).
+
+
+@pytest.mark.parametrize("x64_mode", [False, True])
+def test_oracle_calls_count_exactly_past_two_to_the_31(x64_mode):
+    # Three EG steps of two batches of 2^31 - 1: int32 would read -6 (wrapped twice over).
+    with jax.enable_x64(x64_mode):
+        solver = vi.StochasticExtragradient(
+            operator_fn=_operator,
+            stepsize=0.1,
+            maxiter=3,
+            batch_schedule=vi.constant_batch_schedule(2**31 - 1),
+        )
+        out = solver.run(jnp.ones(2), rng_key=jax.random.key(0))
+    expected = 3 * 2 * (2**31 - 1)  # Python integers: the independent truth
+    assert int(out.state.oracle_calls) == expected == 12_884_901_882
+    assert np.asarray(out.state.oracle_calls).dtype == np.int64
+    assert out.state.oracle_calls.less_than(expected + 1)
+    assert not out.state.oracle_calls.less_than(expected)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=12), st.integers(1, 4))
+def test_oracle_count_add_matches_python_integers(increments, times):
+    count = vi.OracleCount.zeros()
+    for value in increments:
+        count = count.add(jnp.int32(value), times=times)
+    assert int(count) == times * sum(increments)
+
+
+def test_run_to_checkpoints_compares_call_counts_past_two_to_the_31_exactly():
+    with jax.enable_x64(False):
+        build = lambda lane: vi.StochasticExtragradient(  # noqa: E731
+            operator_fn=_operator,
+            stepsize=lane["stepsize"],
+            batch_schedule=vi.constant_batch_schedule(2**30),
+        )
+        out = vi.run_to_checkpoints(
+            build,
+            {"eg": {"stepsize": 0.1}},
+            jax.random.split(jax.random.key(0), 1),
+            jnp.ones(2),
+            np.asarray([3 * 10**9, 5 * 10**9]),
+        )
+    # Each step costs 2 * 2^30 = 2^31 calls: 2 steps pass 3e9 (2^32), 3 steps pass 5e9.
+    np.testing.assert_array_equal(out["eg"]["calls"], [[2**32, 3 * 2**31]])
+    np.testing.assert_array_equal(out["eg"]["iterations"], [[2, 3]])
+    np.testing.assert_array_equal(out["eg"]["status"], [[0, 0]])
+
+
+@pytest.mark.parametrize(
+    ("schedule", "k", "size"),
+    [
+        (lambda k: k, 0, 0),
+        (lambda k: 5 - 2 * k, 3, -1),
+        (lambda k: jnp.int64(2**31) + 0 * k, 0, 2**31),
+    ],
+)
+def test_concrete_bad_batch_sizes_are_rejected_before_the_run(schedule, k, size):
+    solver = vi.StochasticExtragradient(
+        operator_fn=_operator, stepsize=0.1, maxiter=10, batch_schedule=schedule
+    )
+    with pytest.raises(ValueError, match=rf"batch_schedule\({k}\) = {size}"):
+        solver.run(jnp.ones(2), rng_key=jax.random.key(0))
+
+
+@pytest.mark.parametrize(
+    "cls", [vi.StochasticExtragradient, vi.HalpernExtragradient, vi.StochasticGradientDescentAscent]
+)
+def test_traced_bad_batch_size_stops_with_status_and_keeps_the_last_valid_step(cls):
+    problem = vi.weak_minty_2d(-0.1, 1.0, noise=0.1)
+
+    def run(offset, maxiter):
+        solver = cls(
+            operator_fn=problem.operator_fn,
+            stepsize=0.3,
+            maxiter=maxiter,
+            jit=False,
+            batch_schedule=lambda k: 4 - k - offset,  # 4, 3, 2, 1, then 0 at k = 4
+        )
+        return solver.run(jnp.asarray([1.0, 0.5]), rng_key=jax.random.key(2))
+
+    bad = jax.jit(lambda offset: run(offset, 20))(jnp.int32(0))
+    valid = run(0, 4)  # the same four valid steps, stopped by maxiter instead
+    assert int(bad.state.status) == vi.SolverStatus.BAD_BATCH_SIZE
+    assert int(valid.state.status) == vi.SolverStatus.MAXITER
+    assert int(bad.state.iter_num) == 4 and int(bad.state.oracle_calls) == int(
+        valid.state.oracle_calls
+    )
+    np.testing.assert_array_equal(bad.params, valid.params)
+
+
+def test_nan_mid_run_stops_with_nonfinite_status_not_as_converged():
+    # F = -z with γ = 1e200 (float64): z grows by 1e200 per half-step, inf then NaN.
+    solver = vi.StochasticExtragradient(
+        operator_fn=_operator,
+        exact_operator_fn=lambda z: -z,
+        stepsize=1e200,
+        maxiter=100,
+        tol=1e-3,
+        batch_schedule=vi.constant_batch_schedule(1),
+    )
+    out = solver.run(jnp.ones(2), rng_key=jax.random.key(0))
+    assert int(out.state.status) == vi.SolverStatus.NONFINITE
+    assert int(out.state.iter_num) == 1
+    assert not bool(jnp.all(jnp.isfinite(out.params)))
+    converging = dataclasses.replace(solver, stepsize=0.5).run(
+        jnp.ones(2), rng_key=jax.random.key(0)
+    )
+    assert int(converging.state.status) == vi.SolverStatus.MAXITER  # F = -z: no solution
+
+
+def test_converged_status_when_the_residual_reaches_tol():
+    problem = vi.weak_minty_2d(-0.1, 1.0)
+    solver = vi.StochasticExtragradient(
+        operator_fn=problem.operator_fn,
+        exact_operator_fn=problem.exact_operator_fn,
+        stepsize=0.5 / problem.lipschitz,
+        maxiter=5000,
+        tol=1e-8,
+    )
+    out = solver.run(jnp.asarray([1.0, 0.0]), rng_key=jax.random.key(0))
+    assert int(out.state.status) == vi.SolverStatus.CONVERGED
+    assert float(out.state.error) <= 1e-8 < 5000 - int(out.state.iter_num)
+
+
+@pytest.mark.parametrize("k", [-2, -1.5, float("nan"), np.array([0, -3])])
+def test_halpern_anchor_schedule_rejects_negative_iterations(k):
+    with pytest.raises(ValueError, match="iter_num"):
+        vi.halpern_anchor_schedule(k)
+
+
+def test_rng_key_none_or_int_is_named():
+    solver = vi.StochasticExtragradient(operator_fn=_operator, stepsize=0.1)
+    with pytest.raises(TypeError, match="rng_key"):
+        solver.run(jnp.zeros(2), rng_key=None)
+    with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
+        solver.run(jnp.zeros(2), rng_key=7)

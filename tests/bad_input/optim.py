@@ -1,0 +1,217 @@
+"""Bad-input probes for jaxlab.optim (the error-feedback family is in optim_ef.py).
+
+This file covers DeVA, SOAP, Newton-Schulz and ``delayed`` (``jaxlab/optim/_deva.py``,
+``_soap.py``, ``_newton_schulz.py``, ``_delay.py``). Probes fail eagerly: a factory argument,
+``init`` on bad params, or ``update`` on updates that do not match the state (checked before any
+arithmetic). The status probes run one tiny eager update with a NaN gradient and read the
+documented ``nonfinite_count``.
+"""
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxlab import optim
+from tests.bad_input import no_probes, optim_ef, probes, raises, status  # noqa: F401
+
+_NAN, _INF = float("nan"), float("inf")
+_INT_PARAMS = {"w": jnp.zeros((3, 2), jnp.int32)}
+
+
+def _update_with(tx, params, updates):
+    """``tx.update(updates, tx.init(params), params)`` (the mismatch raises before arithmetic)."""
+    return tx.update(updates, tx.init(params), params)
+
+
+def _nonfinite_count_after_nan(tx, params, field=lambda state: state.nonfinite_count):
+    bad = jax.tree.map(lambda p: jnp.full_like(p, jnp.nan), params)
+    _, state = tx.update(bad, tx.init(params), params)
+    return int(field(state))
+
+
+# ------------------------------------------------------------------------------------------------
+# DeVA (jaxlab/optim/_deva.py).
+
+probes(
+    "jaxlab.optim.deva",
+    raises("learning_rate", lambda: optim.deva(-1e-3), ValueError),
+    raises("learning_rate", lambda: optim.deva(_NAN), ValueError),
+    raises("learning_rate", lambda: optim.deva("0.1"), TypeError),
+    raises("fallback_learning_rate", lambda: optim.deva(1e-3, fallback_learning_rate=_INF)),
+    raises("fallback_b1", lambda: optim.deva(1e-3, fallback_b1=1.0), ValueError),
+    raises("eps", lambda: optim.deva(1e-3, eps=-1e-8), ValueError),
+    raises("fallback_eps", lambda: optim.deva(1e-3, fallback_eps=-1e-8), ValueError),
+    raises("weight_decay", lambda: optim.deva(1e-3, weight_decay=None), TypeError),
+    raises("fallback", lambda: optim.deva(1e-3, fallback="sgd"), ValueError),
+    raises("matrix_filter", lambda: optim.deva(1e-3, matrix_filter="2d"), TypeError),
+    raises("ns_coeffs", lambda: optim.deva(1e-3, ns_coeffs=(1.0, 2.0)), ValueError),
+    raises("max_precond_dim", lambda: optim.deva(1e-3, max_precond_dim=1.5), TypeError),
+    raises("params", lambda: optim.deva(1e-3).init(_INT_PARAMS), TypeError),
+    raises(
+        "updates",
+        lambda: _update_with(optim.deva(1e-3), {"w": jnp.zeros(5)}, {"w": jnp.ones((3, 5))}),
+        ValueError,
+        "an update of shape (3, 5) for params of shape (5,)",
+    ),
+    status(
+        "updates",
+        lambda: _nonfinite_count_after_nan(optim.deva(1e-3), {"b": jnp.zeros(2)}),
+        lambda count: count == 1,
+        "a NaN gradient is counted in DevaState.nonfinite_count",
+    ),
+)
+probes(
+    "jaxlab.optim.deva_vector",
+    raises("learning_rate", lambda: optim.deva_vector(_INF), ValueError),
+    raises("learning_rate", lambda: optim.deva_vector(None), TypeError),
+    raises("b1", lambda: optim.deva_vector(1e-3, b1=1.0), ValueError),
+    raises("weight_decay", lambda: optim.deva_vector(1e-3, weight_decay=-0.1), ValueError),
+    raises("params", lambda: optim.deva_vector(1e-3).init(_INT_PARAMS), TypeError),
+)
+probes(
+    "jaxlab.optim.scale_by_deva_vector",
+    raises("b2", lambda: optim.scale_by_deva_vector(b2=_NAN), ValueError),
+    raises("b1", lambda: optim.scale_by_deva_vector(b1=1j), TypeError),
+    raises("eps", lambda: optim.scale_by_deva_vector(eps=0.0), ValueError),
+    raises("nesterov", lambda: optim.scale_by_deva_vector(nesterov="yes"), TypeError),
+    raises(
+        "updates",
+        lambda: _update_with(optim.scale_by_deva_vector(), jnp.zeros(5), jnp.ones(1)),
+        ValueError,
+        "(1,) updates for a (5,) state",
+    ),
+    status(
+        "updates",
+        lambda: _nonfinite_count_after_nan(optim.scale_by_deva_vector(), jnp.zeros(2)),
+        lambda count: count == 1,
+        "a NaN gradient is counted in nonfinite_count",
+    ),
+)
+probes(
+    "jaxlab.optim.scale_by_deva_matrix",
+    raises("precondition_frequency", lambda: optim.scale_by_deva_matrix(precondition_frequency=0)),
+    raises(
+        "precondition_frequency",
+        lambda: optim.scale_by_deva_matrix(precondition_frequency=2.0),
+        TypeError,
+    ),
+    raises("max_precond_dim", lambda: optim.scale_by_deva_matrix(max_precond_dim="big"), TypeError),
+    raises("ns_steps", lambda: optim.scale_by_deva_matrix(ns_steps=0), ValueError),
+    raises("rms_scale", lambda: optim.scale_by_deva_matrix(rms_scale=-1.0), ValueError),
+    raises("shampoo_beta", lambda: optim.scale_by_deva_matrix(shampoo_beta=1.5), ValueError),
+    raises("params", lambda: optim.scale_by_deva_matrix().init(_INT_PARAMS), TypeError),
+    raises(
+        "updates",
+        lambda: _update_with(optim.scale_by_deva_matrix(), jnp.zeros((3, 2)), jnp.ones((2, 3))),
+        ValueError,
+    ),
+)
+probes(
+    "jaxlab.optim.deva_matrix_labels",
+    raises(
+        "matrix_filter", lambda: optim.deva_matrix_labels({"w": jnp.ones((2, 2))}, 3), TypeError
+    ),
+)
+probes(
+    "jaxlab.optim.is_hidden_matrix",
+    raises("path", lambda: optim.is_hidden_matrix("w", jnp.ones((2, 2))), TypeError),
+    raises("path", lambda: optim.is_hidden_matrix(None, jnp.ones((2, 2))), TypeError),
+)
+probes(
+    "jaxlab.optim.quadratic_toy_hessian",
+    raises("rng_key", lambda: optim.quadratic_toy_hessian(None, [[1.0, 2.0]]), TypeError),
+    raises("rng_key", lambda: optim.quadratic_toy_hessian(0, [[1.0, 2.0]]), TypeError),
+    raises(
+        "eigenvalues",
+        lambda: optim.quadratic_toy_hessian(jax.random.key(0), [[1.0, _NAN]]),
+        ValueError,
+    ),
+    raises(
+        "eigenvalues", lambda: optim.quadratic_toy_hessian(jax.random.key(0), [1.0]), ValueError
+    ),
+    raises(
+        "eigenvalues",
+        lambda: optim.quadratic_toy_hessian(jax.random.key(0), [["a", "b"]]),
+        TypeError,
+    ),
+)
+no_probes("jaxlab.optim.DevaState", "a state NamedTuple: built by init")
+no_probes("jaxlab.optim.ScaleByDevaVectorState", "a state NamedTuple: built by init")
+no_probes("jaxlab.optim.ScaleByDevaMatrixState", "a state NamedTuple: built by init")
+
+# ------------------------------------------------------------------------------------------------
+# Newton-Schulz (jaxlab/optim/_newton_schulz.py).
+
+probes(
+    "jaxlab.optim.newton_schulz_msign",
+    raises("x", lambda: optim.newton_schulz_msign(jnp.ones((2, 2), jnp.int32)), TypeError),
+    raises("x", lambda: optim.newton_schulz_msign(jnp.ones(3)), ValueError),
+    raises("x", lambda: optim.newton_schulz_msign("x"), TypeError),
+    raises("steps", lambda: optim.newton_schulz_msign(jnp.ones((2, 2)), steps=0), ValueError),
+    raises(
+        "coeffs",
+        lambda: optim.newton_schulz_msign(jnp.ones((2, 2)), coeffs=(1.0, _NAN, 0.0)),
+        ValueError,
+    ),
+)
+
+# ------------------------------------------------------------------------------------------------
+# SOAP (jaxlab/optim/_soap.py).
+
+probes(
+    "jaxlab.optim.scale_by_soap",
+    raises("b1", lambda: optim.scale_by_soap(b1=1.0), ValueError),
+    raises("eps", lambda: optim.scale_by_soap(eps=-1.0), ValueError),
+    raises("precondition_frequency", lambda: optim.scale_by_soap(precondition_frequency=True)),
+    raises("max_precond_dim", lambda: optim.scale_by_soap(max_precond_dim=0), ValueError),
+    raises("params", lambda: optim.scale_by_soap().init(_INT_PARAMS), TypeError),
+    raises(
+        "updates",
+        lambda: _update_with(optim.scale_by_soap(), {"w": jnp.zeros((3, 2))}, {"w": jnp.ones(2)}),
+        ValueError,
+    ),
+)
+no_probes("jaxlab.optim.ScaleBySoapState", "a state NamedTuple: built by init")
+
+# ------------------------------------------------------------------------------------------------
+# One-step gradient delay (jaxlab/optim/_delay.py).
+
+probes(
+    "jaxlab.optim.delayed",
+    raises("inner", lambda: optim.delayed(lambda g: g), TypeError),
+    raises("delay_steps", lambda: optim.delayed(optax.sgd(0.1), delay_steps=-1), ValueError),
+    raises("delay_steps", lambda: optim.delayed(optax.sgd(0.1), delay_steps=1.5), TypeError),
+    raises("correction", lambda: optim.delayed(optax.sgd(0.1), correction="nesterov"), ValueError),
+    raises(
+        "extrapolation",
+        lambda: optim.delayed(
+            optax.sgd(0.1), correction="update_extrapolation", extrapolation=_INF
+        ),
+        ValueError,
+    ),
+    raises(
+        "buffer_decay",
+        lambda: optim.delayed(optax.sgd(0.1), correction="error_buffer", buffer_decay=5.0),
+        ValueError,
+    ),
+    raises("params", lambda: optim.delayed(optax.sgd(0.1)).init(_INT_PARAMS), TypeError),
+    raises(
+        "updates",
+        lambda: _update_with(optim.delayed(optax.sgd(0.1)), jnp.zeros(5), jnp.ones((3, 5))),
+        ValueError,
+        "an update of shape (3, 5) for a (5,) state",
+    ),
+    raises(
+        "updates",
+        lambda: _update_with(optim.delayed(optax.sgd(0.1)), jnp.zeros(5), jnp.ones(1)),
+        ValueError,
+        "(1,) updates for a (5,) state",
+    ),
+    status(
+        "updates",
+        lambda: _nonfinite_count_after_nan(optim.delayed(optax.sgd(0.1)), jnp.zeros(2)),
+        lambda count: count == 1,
+        "a NaN gradient is counted in DelayState.nonfinite_count",
+    ),
+)
+no_probes("jaxlab.optim.DelayState", "a state NamedTuple: built by init")

@@ -1,0 +1,283 @@
+"""Bad-input probes for jaxlab.particles."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlab import particles as p
+from tests.bad_input import no_probes, probes, raises, status
+
+_P = "jaxlab.particles."
+_NAN = float("nan")
+
+
+def _linear(dim: int = 1):
+    return p.linear_potential_functional(jnp.full((dim,), 0.3))
+
+
+def _box():
+    return p.box_mirror_map(0.0, 1.0)
+
+
+def _kernel(**kwargs):
+    return p.mmfld.build_kernel(_box(), **kwargs)
+
+
+def _inside(n: int = 4, dim: int = 1):
+    return p.MFLDState(jnp.full((n, dim), 0.5))
+
+
+def _traced_outside_step():
+    """Positions outside the box, traced (init cannot see them): the Info counts them."""
+    algorithm = p.mmfld(_linear(), _box(), 1e-3, 0.1)
+    start = jnp.asarray([[0.5], [1.5], [-0.5], [0.25]])
+    return jax.jit(lambda x: algorithm.step(jax.random.key(0), algorithm.init(x))[1])(start)
+
+
+def _nonfinite_step():
+    """A NaN step size passed traced: every particle turns NaN and the Info says so."""
+    kernel = p.mfld.build_kernel()
+    return jax.jit(lambda eta: kernel(jax.random.key(0), _inside(3), _linear(), eta, 0.5)[1])(
+        jnp.asarray(_NAN)
+    )
+
+
+# Containers: constructed by the library, no argument to validate.
+for _name, _what in (
+    ("MirrorMap", "a NamedTuple of one-particle functions, built by the *_mirror_map factories"),
+    ("MFLDInfo", "a diagnostics NamedTuple returned by the step"),
+    ("MFLDState", "a state NamedTuple; its positions are checked by init and the step"),
+    ("MeanFieldFunctional", "a NamedTuple of user functions; shapes are checked by mmfld.init"),
+    ("SamplingAlgorithm", "the (init, step) NamedTuple every sampler returns"),
+    ("BoxFixedPoint", "a result NamedTuple of interacting_box_fixed_point"),
+    ("LinearPhaseFit", "a result NamedTuple of linear_phase_fit"),
+):
+    no_probes(_P + _name, _what)
+no_probes(_P + "euclidean_mirror_map", "takes no arguments")
+no_probes(_P + "simplex_mirror_map", "takes no arguments (the dimension is checked by mmfld.init)")
+
+probes(
+    _P + "box_mirror_map",
+    raises("lower", lambda: p.box_mirror_map("0", 1.0), TypeError),
+    raises("upper", lambda: p.box_mirror_map(0.0, None), TypeError),
+    raises("upper", lambda: p.box_mirror_map(0.0, np.inf), ValueError),
+    raises("lower", lambda: p.box_mirror_map(jnp.zeros(2), jnp.ones(3)), ValueError),
+    raises("upper", lambda: p.box_mirror_map(1.0, 1.0), ValueError),
+    raises("lower", lambda: p.box_mirror_map(0.0 + 1j, 1.0), TypeError),
+)
+
+probes(
+    _P + "mmfld",
+    raises("step_size", lambda: p.mmfld(_linear(), _box(), -1e-3, 0.1), ValueError),
+    raises("entropy_weight", lambda: p.mmfld(_linear(), _box(), 1e-3, "0.1"), TypeError),
+    raises("step_size", lambda: p.mmfld(_linear(), _box(), None, 0.1), TypeError),
+    raises("scheme", lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1, scheme="euler"), ValueError),
+    raises("axis_name", lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1, axis_name=3), TypeError),
+    raises("mirror_map", lambda: p.mmfld(_linear(), "box", 1e-3, 0.1), TypeError),
+    raises(
+        "positions",
+        lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1).init(jnp.asarray([[0.5], [1.5]])),
+        ValueError,
+        "outside the box",
+    ),
+    raises(
+        "positions",
+        lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1).init(jnp.full((4, 3), 0.5)),
+        ValueError,
+        "dimension 3 against a 1-D functional",
+    ),
+    raises(
+        "positions",
+        lambda: p.mmfld(_linear(3), p.box_mirror_map(jnp.zeros(2), jnp.ones(2)), 1e-3, 0.1).init(
+            jnp.full((4, 3), 0.5)
+        ),
+        ValueError,
+        "dimension 3 against a 2-bound box",
+    ),
+    raises(
+        "positions",
+        lambda: p.mmfld(_linear(1), p.simplex_mirror_map(), 1e-3, 0.1).init(jnp.ones((4, 1))),
+        ValueError,
+        "one coordinate on the simplex",
+    ),
+    raises(
+        "positions",
+        lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1).init(jnp.asarray([[0.5], [_NAN]])),
+        ValueError,
+        "NaN",
+    ),
+    raises(
+        "entropy_queries",
+        lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1, entropy_queries=9).step(
+            jax.random.key(0), _inside(4)
+        ),
+        ValueError,
+        "more queries than particles",
+    ),
+    raises(
+        "rng_key",
+        lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1).step(None, _inside(4)),
+        TypeError,
+    ),
+    raises(
+        "axis_name",
+        lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1, axis_name="particles").step(
+            jax.random.key(0), _inside(4)
+        ),
+        ValueError,
+        "outside vmap/shard_map",
+    ),
+    status(
+        "positions",
+        _traced_outside_step,
+        lambda info: int(info.outside_count) == 2 and int(info.nonfinite_count) == 2,
+        "traced positions outside the box counted",
+    ),
+)
+
+probes(
+    _P + "mfld",
+    raises("step_size", lambda: p.mfld(_linear(), _NAN, 0.5), ValueError),
+    raises("entropy_weight", lambda: p.mfld(_linear(), 1e-2, True), TypeError),
+    raises("entropy_queries", lambda: p.mfld(_linear(), 1e-2, 0.5, entropy_queries=-1)),
+    raises(
+        "positions",
+        lambda: p.mfld(_linear(), 1e-2, 0.5).init(jnp.zeros((4, 1), jnp.int32)),
+        TypeError,
+    ),
+    raises("positions", lambda: p.mfld(_linear(), 1e-2, 0.5).init("x"), TypeError),
+    raises("positions", lambda: p.mfld(_linear(), 1e-2, 0.5).init(jnp.zeros(4)), ValueError),
+    status(
+        "step_size",
+        _nonfinite_step,
+        lambda info: int(info.nonfinite_count) == 3,
+        "a traced NaN step size makes every particle NaN, counted",
+    ),
+)
+
+probes(
+    _P + "nearest_neighbour_entropy",
+    raises("positions", lambda: p.nearest_neighbour_entropy(jnp.zeros(5)), ValueError),
+    raises("positions", lambda: p.nearest_neighbour_entropy(jnp.zeros((1, 2))), ValueError),
+    raises("positions", lambda: p.nearest_neighbour_entropy(None), TypeError),
+    raises("num_queries", lambda: p.nearest_neighbour_entropy(jnp.eye(3), 0), ValueError),
+    raises("num_queries", lambda: p.nearest_neighbour_entropy(jnp.eye(3), 2.0), TypeError),
+)
+
+probes(
+    _P + "shard_step",
+    raises("step", lambda: p.shard_step(None, jax.make_mesh((1,), ("particles",))), TypeError),
+    raises("mesh", lambda: p.shard_step(lambda k, s: (s, None), "mesh"), TypeError),
+    raises(
+        "axis_name",
+        lambda: p.shard_step(lambda k, s: (s, None), jax.make_mesh((1,), ("particles",)), "x"),
+        ValueError,
+    ),
+    raises(
+        "axis_name",
+        lambda: p.shard_step(lambda k, s: (s, None), jax.make_mesh((1,), ("particles",)), None),
+        TypeError,
+    ),
+)
+
+probes(
+    _P + "interacting_box_fixed_point",
+    raises("entropy_weight", lambda: p.interacting_box_fixed_point([0.3], 1.0, [0.5], 0.0)),
+    raises("interaction", lambda: p.interacting_box_fixed_point([0.3], -1.0, [0.5], 0.1)),
+    raises(
+        "iterations", lambda: p.interacting_box_fixed_point([0.3], 1.0, [0.5], 0.1, iterations=0)
+    ),
+    raises("coefficient", lambda: p.interacting_box_fixed_point(["a"], 1.0, [0.5], 0.1), TypeError),
+    raises("target", lambda: p.interacting_box_fixed_point([0.3], 1.0, [0.5, 0.5], 0.1)),
+    raises("upper", lambda: p.interacting_box_fixed_point([0.3], 1.0, [0.5], 0.1, upper=0.0)),
+)
+
+probes(
+    _P + "interacting_box_functional",
+    raises("interaction", lambda: p.interacting_box_functional([0.3], _NAN, [0.5])),
+    raises("interaction", lambda: p.interacting_box_functional([0.3], "1", [0.5]), TypeError),
+    raises("target", lambda: p.interacting_box_functional([0.3], 1.0, [0.5, 0.1])),
+    raises("coefficient", lambda: p.interacting_box_functional([np.inf], 1.0, [0.5])),
+)
+
+probes(
+    _P + "linear_potential_functional",
+    raises("coefficient", lambda: p.linear_potential_functional(0.3)),
+    raises("coefficient", lambda: p.linear_potential_functional([_NAN])),
+    raises("coefficient", lambda: p.linear_potential_functional("0.3"), TypeError),
+    raises("coefficient", lambda: p.linear_potential_functional(None), TypeError),
+)
+
+probes(
+    _P + "truncated_exponential_moments",
+    raises("rate", lambda: p.truncated_exponential_moments("3"), TypeError),
+    raises("rate", lambda: p.truncated_exponential_moments(jnp.asarray([_NAN]))),
+    raises("upper", lambda: p.truncated_exponential_moments(1.0, 1.0, 0.0)),
+    raises("lower", lambda: p.truncated_exponential_moments(1.0, None), TypeError),
+)
+
+probes(
+    _P + "two_layer_network_functional",
+    raises("inputs", lambda: p.two_layer_network_functional(jnp.ones(3), jnp.ones(3))),
+    raises("targets", lambda: p.two_layer_network_functional(jnp.ones((3, 2)), jnp.ones(4))),
+    raises("inputs", lambda: p.two_layer_network_functional("x", jnp.ones(3)), TypeError),
+    raises("targets", lambda: p.two_layer_network_functional(jnp.ones((3, 2)), [_NAN] * 3)),
+    raises(
+        "positions",
+        lambda: p.mfld(
+            p.two_layer_network_functional(jnp.ones((3, 2)), jnp.ones(3)), 1e-2, 0.5
+        ).init(jnp.zeros((4, 2))),
+        ValueError,
+        "neurons of the wrong width",
+    ),
+)
+
+probes(
+    _P + "interacting_box_finite_particle_mean",
+    raises("num_particles", lambda: p.interacting_box_finite_particle_mean(0.5, 1.0, 0.2, 0.1, 12)),
+    raises("entropy_weight", lambda: p.interacting_box_finite_particle_mean(0.5, 1.0, 0.2, 0, 16)),
+    raises(
+        "grid_step", lambda: p.interacting_box_finite_particle_mean(0.5, 1.0, 0.2, 0.1, 16, 0.0)
+    ),
+    raises(
+        "coefficient",
+        lambda: p.interacting_box_finite_particle_mean("0.5", 1.0, 0.2, 0.1, 16),
+        TypeError,
+    ),
+    raises("target", lambda: p.interacting_box_finite_particle_mean(0.5, 1.0, _NAN, 0.1, 16)),
+    raises(
+        "num_particles",
+        lambda: p.interacting_box_finite_particle_mean(0.5, 1.0, 0.2, 0.1, 16.0),
+        TypeError,
+    ),
+)
+
+probes(
+    _P + "simplex_linear_potential_mean",
+    raises("coefficient", lambda: p.simplex_linear_potential_mean([0.0, 1.0], 0.5)),
+    raises("coefficient", lambda: p.simplex_linear_potential_mean("abc", 0.5), TypeError),
+    raises("coefficient", lambda: p.simplex_linear_potential_mean([0.0, _NAN, 1.0], 0.5)),
+    raises("entropy_weight", lambda: p.simplex_linear_potential_mean([0.0, 1.0, 2.0], -0.5)),
+)
+
+probes(
+    _P + "teacher_network_data",
+    raises("rng_key", lambda: p.teacher_network_data(None, 10, 2), TypeError),
+    raises("num_samples", lambda: p.teacher_network_data(jax.random.key(0), 0, 2)),
+    raises("dim", lambda: p.teacher_network_data(jax.random.key(0), 10, 2.5), TypeError),
+    raises(
+        "weight_bound", lambda: p.teacher_network_data(jax.random.key(0), 10, 2, weight_bound=-1)
+    ),
+    raises("output_weights", lambda: p.teacher_network_data(jax.random.key(0), 10, 2, (1.0, _NAN))),
+)
+
+probes(
+    _P + "linear_phase_fit",
+    raises("start_fraction", lambda: p.linear_phase_fit([0, 1, 2], [3, 2, 1], start_fraction=0)),
+    raises("tail_fraction", lambda: p.linear_phase_fit([0, 1, 2], [3, 2, 1], tail_fraction=_NAN)),
+    raises("times", lambda: p.linear_phase_fit(["a", "b"], [1.0, 2.0]), TypeError),
+    raises("objective", lambda: p.linear_phase_fit([0.0, 1.0], [1.0, _NAN])),
+    raises("times", lambda: p.linear_phase_fit([0.0, 1.0, 2.0], [1.0, 2.0])),
+)
