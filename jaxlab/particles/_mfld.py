@@ -36,6 +36,7 @@ from jax.sharding import PartitionSpec as P
 
 from jaxlab._src.sampling import SamplingAlgorithm, particle_noise
 from jaxlab._src.validation import (
+    check_array,
     check_axis_bound,
     check_axis_name,
     check_int,
@@ -231,14 +232,7 @@ def init(
 
 def _check_positions(positions: Any, name: str = "positions") -> jax.Array:
     """``positions`` as a 2-D floating array (``TypeError``/``ValueError`` naming ``name``)."""
-    if positions is None or isinstance(positions, str | bytes):
-        raise TypeError(f"{name} must be a floating array, got {type(positions).__name__}")
-    try:
-        positions = jnp.asarray(positions)
-    except TypeError as err:
-        raise TypeError(f"{name} must be a floating array, got {type(positions).__name__}") from err
-    if not jnp.issubdtype(positions.dtype, jnp.floating):
-        raise TypeError(f"{name} must be a floating array, got dtype {positions.dtype}")
+    positions = check_array(positions, name, kind="floating")
     if positions.ndim != 2:
         raise ValueError(
             f"{name} must have shape (num_particles, dim), got shape {positions.shape}"
@@ -319,17 +313,7 @@ def nearest_neighbour_entropy(
       Kozachenko & Leonenko, "Sample estimate of the entropy of a random vector", Problems of
       Information Transmission 23 (1987).
     """
-    if positions is None or isinstance(positions, str | bytes):
-        raise TypeError(f"positions must be a real array, got {type(positions).__name__}")
-    try:
-        positions = jnp.asarray(positions)
-    except TypeError as err:
-        raise TypeError(f"positions must be a real array, got {type(positions).__name__}") from err
-    if not (
-        jnp.issubdtype(positions.dtype, jnp.floating)
-        or jnp.issubdtype(positions.dtype, jnp.integer)
-    ):
-        raise TypeError(f"positions must be a real array, got dtype {positions.dtype}")
+    positions = check_array(positions, "positions", kind="real")
     if positions.ndim != 2:
         raise ValueError(f"positions must have shape (num_samples, dim), got {positions.shape}")
     n, k = positions.shape
