@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -11,15 +12,19 @@ import pytest
 
 from jaxlab import particles
 from jaxlab.distributed import launch, make_mesh
+from tests.conftest import EXECUTION_BOUND
 from tests.particles import _workers
 
 LINEAR_C, LAMBDA = 0.3, 0.1  # the note's 1-D check: mean 0.280938, variance 0.055970
 
 
 def _run(algorithm, positions, key, steps):
-    """``steps`` steps in one scan; returns the final state and the stacked infos."""
+    """``steps`` steps in one scan; returns the final state and the stacked infos.
 
-    @jax.jit
+    Compiled for execution speed: the Monte Carlo checks run thousands of steps.
+    """
+
+    @functools.partial(jax.jit, compiler_options=EXECUTION_BOUND)
     def run(state, key):
         return jax.lax.scan(lambda s, k: algorithm.step(k, s), state, jax.random.split(key, steps))
 
