@@ -301,9 +301,12 @@ def test_nonfinite_gradients_are_counted_and_stay_in_the_buffers(correction):
     assert finite == [True, True, True, False, False, False]
 
 
-def test_apply_if_finite_skips_a_nan_gradient_and_recovers():
+def test_apply_if_finite_skips_a_nan_gradient_and_recovers(x64):
     """Guarded, the NaN call is a zero update with the state unchanged: the run equals the run
-    that never received that gradient (compared with the unguarded run on the clean sequence)."""
+    that never received that gradient (compared with the unguarded run on the clean sequence).
+
+    In float64: the two runs are different programs, and the extrapolation's difference of
+    successive updates turns float32 reassociation into relative gaps of a few 1e-6."""
     grads = _gradients()
     clean = jax.tree.map(lambda g: jnp.concatenate([g[:2], g[3:]]), grads)
     tx = delayed(_adamw(), correction="update_extrapolation")
@@ -313,7 +316,7 @@ def test_apply_if_finite_skips_a_nan_gradient_and_recovers():
     np.testing.assert_array_equal(np.asarray(updates["w"][2]), 0.0)
     keep = np.array([0, 1, 3, 4, 5])
     for leaf in ("w", "b"):
-        np.testing.assert_allclose(updates[leaf][keep], expected_updates[leaf], rtol=1e-6)
+        np.testing.assert_allclose(updates[leaf][keep], expected_updates[leaf], rtol=1e-12)
     state = guarded.init(_params())
     for step in range(_STEPS):
         g = jax.tree.map(lambda x, step=step: x[step], _with_nan(grads, 2))
