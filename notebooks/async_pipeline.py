@@ -38,8 +38,10 @@ import os
 
 import jax
 
-# Four simulated CPU devices for the pipeline stages (must precede any JAX computation).
-jax.config.update("jax_num_cpu_devices", 4)
+# Four simulated CPU devices for the pipeline stages (must precede any JAX computation), unless
+# JAX_NUM_CPU_DEVICES already asks for a number (the pipeline uses the first four).
+if "JAX_NUM_CPU_DEVICES" not in os.environ:
+    jax.config.update("jax_num_cpu_devices", 4)
 
 import jax.numpy as jnp  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402

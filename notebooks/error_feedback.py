@@ -32,8 +32,10 @@ import os
 
 import jax
 
-# Four simulated CPU devices for the shard_map section; must be set before any JAX operation.
-jax.config.update("jax_num_cpu_devices", 4)
+# Four simulated CPU devices for the shard_map section (must be set before any JAX operation),
+# unless JAX_NUM_CPU_DEVICES already asks for a number: one worker per device.
+if "JAX_NUM_CPU_DEVICES" not in os.environ:
+    jax.config.update("jax_num_cpu_devices", 4)
 # Rates near 0.999 are below float32 resolution: this notebook computes in float64.
 jax.config.update("jax_enable_x64", True)
 
@@ -268,8 +270,10 @@ plt.show()
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
-num = len(jax.devices())
-mesh = jax.make_mesh((num,), ("workers",))
+from jaxlab.distributed import make_mesh  # noqa: E402
+
+num = min(len(jax.devices()), problem.features.shape[0])  # one worker per device
+mesh = make_mesh((num,), ("workers",))  # over the first `num` devices
 tx = optim.error_feedback_21(eta_star, compressor, axis_name="workers")
 rows = config.ls_rows
 a_w, b_w = problem.features[:num], problem.targets[:num]  # one worker per device
