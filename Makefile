@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.jaxlab-installed
 PROFILE ?= quick
 PYTEST_WORKERS ?= 2
+# worksteal: an idle worker takes queued tests from the busy one, so the long notebook and
+# smoke-experiment tests do not leave one core idle at the end of the run.
 
 .PHONY: reproduce test test-slow bench notebooks lint format clean
 
@@ -20,7 +22,7 @@ reproduce: $(STAMP)
 
 test: $(STAMP)
 	@start=$$(date +%s); \
-	$(BIN)/python -m pytest -m "not slow" -n $(PYTEST_WORKERS) --durations=15 tests; rc=$$?; \
+	$(BIN)/python -m pytest -m "not slow" -n $(PYTEST_WORKERS) --dist worksteal --durations=15 tests; rc=$$?; \
 	echo "make test: test suite took $$(( $$(date +%s) - start )) s"; exit $$rc
 
 test-slow: $(STAMP)

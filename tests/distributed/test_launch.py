@@ -84,8 +84,8 @@ def test_child_that_exits_is_reported_quickly():
 def test_hanging_child_times_out_and_is_killed():
     start = time.monotonic()
     with pytest.raises(TimeoutError, match=r"process\(es\) \[0\] of 1 did not finish"):
-        launch(_workers.sleep_forever, 1, timeout=3.0)
-    assert 3.0 <= time.monotonic() - start < 3.0 + 10.0
+        launch(_workers.sleep_forever, 1, timeout=1.0)
+    assert 1.0 <= time.monotonic() - start < 1.0 + 10.0
     assert _no_launched_children_left()
 
 
