@@ -239,7 +239,7 @@ learned_solver = HomPGD(
     repair="bisection",
     stopping="objective_change",
     bisection_steps=20,
-    maxiter=2000,
+    maxiter=400 if SMOKE else 2000,  # smoke: a shorter run (the tests only execute it)
     implicit_diff=False,
     jit=False,
 )
