@@ -241,6 +241,51 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int
     return number
 
 
+def check_static_int(value: Any, name: str, *, default: int, role: str, minimum: int) -> int:
+    """A transform's shape- or loop-setting integer: ``None`` (``default``) or a static int.
+
+    ``optax.inject_hyperparams`` injects numeric arguments as traced arrays, so a traced value
+    raises a ``TypeError`` that says why the value must be static (``role``) and how to keep it
+    static (``static_args``); a concrete one goes through :func:`check_int`.
+
+    Examples:
+      >>> check_static_int(None, "delay_steps", default=1, role="sets the FIFO's length",
+      ...                  minimum=0)
+      1
+      >>> jax.jit(lambda d: check_static_int(d, "delay_steps", default=1,
+      ...                                    role="sets the FIFO's length", minimum=0))(2)
+      Traceback (most recent call last):
+      ...
+      TypeError: delay_steps sets the FIFO's length, so it must be a static int: leave it ...
+    """
+    if value is None:
+        return default
+    if not is_concrete(value):
+        raise TypeError(
+            f"{name} {role}, so it must be a static int: leave it None ({default}) or list it "
+            f"in optax.inject_hyperparams(..., static_args=('{name}',))"
+        )
+    return check_int(value, name, minimum=minimum)
+
+
+def check_real_triple(value: Any, name: str) -> None:
+    """A sequence ``(a, b, c)`` of three finite real numbers (polynomial coefficients).
+
+    Examples:
+      >>> check_real_triple((3.4445, -4.775, 2.0315), "coeffs")
+      >>> check_real_triple((1.0, 2.0), "coeffs")
+      Traceback (most recent call last):
+      ...
+      ValueError: coeffs must be (a, b, c), got (1.0, 2.0)
+    """
+    if isinstance(value, str | bytes) or not hasattr(value, "__len__"):
+        raise TypeError(f"{name} must be a sequence (a, b, c) of reals, got {value!r}")
+    if len(value) != 3:
+        raise ValueError(f"{name} must be (a, b, c), got {value!r}")
+    for index, entry in enumerate(value):
+        check_real(entry, f"{name}[{index}]")
+
+
 def check_positive_int(value: Any, name: str) -> int:
     """A static integer ``>= 1``.
 

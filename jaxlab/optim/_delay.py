@@ -29,11 +29,10 @@ from jax.typing import ArrayLike
 from jaxlab._src.validation import (
     check_floating_tree,
     check_in_range,
-    check_int,
     check_nonnegative,
+    check_static_int,
     check_tree_like,
     count_nonfinite,
-    is_concrete,
     nonfinite_count_init,
 )
 
@@ -78,14 +77,13 @@ class DelayState(NamedTuple):
 
 
 def _check_delay_steps(delay_steps: Any) -> int:
-    if delay_steps is None:
-        return DEFAULT_DELAY_STEPS
-    if not is_concrete(delay_steps):
-        raise TypeError(
-            "delay_steps sets the gradient FIFO's length, so it must be a static int: leave it "
-            "None (1) or list it in optax.inject_hyperparams(..., static_args=('delay_steps',))"
-        )
-    return check_int(delay_steps, "delay_steps", minimum=0)
+    return check_static_int(
+        delay_steps,
+        "delay_steps",
+        default=DEFAULT_DELAY_STEPS,
+        role="sets the gradient FIFO's length",
+        minimum=0,
+    )
 
 
 def _check_correction(correction: Any) -> str:

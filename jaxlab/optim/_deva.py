@@ -28,16 +28,15 @@ from jaxlab._src.validation import (
     check_bool,
     check_floating_tree,
     check_in_range,
-    check_int,
     check_key,
     check_learning_rate,
     check_nonnegative,
     check_positive,
-    check_real,
     check_real_array,
+    check_real_triple,
+    check_static_int,
     check_tree_like,
     count_nonfinite,
-    is_concrete,
     nonfinite_count_init,
 )
 from jaxlab.optim._newton_schulz import DEFAULT_NS_COEFFS, newton_schulz_msign
@@ -285,20 +284,10 @@ class ScaleByDevaMatrixState(NamedTuple):
 
 def _check_ns(ns_steps, ns_coeffs) -> int:
     """``ns_steps`` (None: 5) as a static int, and ``ns_coeffs`` as three finite reals."""
-    if ns_steps is None:
-        ns_steps = DEFAULT_NS_STEPS
-    elif not is_concrete(ns_steps):
-        raise TypeError(
-            "ns_steps is a Python loop count, so it must be a static int: leave it None (5) or "
-            "list it in optax.inject_hyperparams(..., static_args=('ns_steps',))"
-        )
-    ns_steps = check_int(ns_steps, "ns_steps", minimum=1)
-    if isinstance(ns_coeffs, str | bytes) or not hasattr(ns_coeffs, "__len__"):
-        raise TypeError(f"ns_coeffs must be a sequence (a, b, c) of reals, got {ns_coeffs!r}")
-    if len(ns_coeffs) != 3:
-        raise ValueError(f"ns_coeffs must be (a, b, c), got {ns_coeffs!r}")
-    for index, value in enumerate(ns_coeffs):
-        check_real(value, f"ns_coeffs[{index}]")
+    ns_steps = check_static_int(
+        ns_steps, "ns_steps", default=DEFAULT_NS_STEPS, role="is a Python loop count", minimum=1
+    )
+    check_real_triple(ns_coeffs, "ns_coeffs")
     return ns_steps
 
 

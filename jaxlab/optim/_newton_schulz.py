@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_bool, check_int, check_real
+from jaxlab._src.validation import check_bool, check_int, check_real_triple
 
 __all__ = ["newton_schulz_msign"]
 
@@ -77,12 +77,7 @@ def newton_schulz_msign(
         raise TypeError(f"x must have a floating dtype, got {x.dtype}")
     steps = check_int(steps, "steps", minimum=1)
     check_bool(first_step_rescale, "first_step_rescale")
-    if isinstance(coeffs, str | bytes) or not hasattr(coeffs, "__len__"):
-        raise TypeError(f"coeffs must be a sequence (a, b, c) of reals, got {coeffs!r}")
-    if len(coeffs) != 3:
-        raise ValueError(f"coeffs must be (a, b, c), got {coeffs!r}")
-    for index, value in enumerate(coeffs):
-        check_real(value, f"coeffs[{index}]")
+    check_real_triple(coeffs, "coeffs")
     dtype = x.dtype
     a, b, c = (jnp.asarray(v).astype(dtype) for v in coeffs)
     transposed = x.shape[0] > x.shape[1]

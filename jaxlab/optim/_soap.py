@@ -23,12 +23,11 @@ from jaxlab._src.validation import (
     check_bool,
     check_floating_tree,
     check_in_range,
-    check_int,
     check_positive,
+    check_static_int,
     check_traceable_int,
     check_tree_like,
     count_nonfinite,
-    is_concrete,
     nonfinite_count_init,
 )
 
@@ -103,15 +102,13 @@ def _leaf_name(path) -> str:
 
 def check_max_precond_dim(max_precond_dim: Any) -> int:
     """``None`` (the default 10000) or a static int >= 1: it sets the preconditioner shapes."""
-    if max_precond_dim is None:
-        return DEFAULT_MAX_PRECOND_DIM
-    if not is_concrete(max_precond_dim):
-        raise TypeError(
-            "max_precond_dim sets the preconditioners' shapes, so it must be a static int: "
-            "leave it None (10000) or list it in optax.inject_hyperparams(..., "
-            "static_args=('max_precond_dim',))"
-        )
-    return check_int(max_precond_dim, "max_precond_dim", minimum=1)
+    return check_static_int(
+        max_precond_dim,
+        "max_precond_dim",
+        default=DEFAULT_MAX_PRECOND_DIM,
+        role="sets the preconditioners' shapes",
+        minimum=1,
+    )
 
 
 def _side_sizes(shape, max_precond_dim):

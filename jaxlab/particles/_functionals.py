@@ -47,6 +47,24 @@ def _real_array(value, name: str) -> jax.Array:
     return jnp.asarray(value)
 
 
+def _coefficient_and_target(coefficient, target) -> tuple[jax.Array, jax.Array]:
+    """The interacting box's ``c`` and ``m``: real arrays of one shape ``(dim,)``."""
+    coefficient = _real_array(coefficient, "coefficient")
+    target = _real_array(target, "target")
+    if coefficient.ndim != 1 or coefficient.shape != target.shape:
+        raise ValueError(
+            "coefficient and target must both have shape (dim,), got "
+            f"{coefficient.shape} and {target.shape}"
+        )
+    return coefficient, target
+
+
+def _check_ordered(lower: jax.Array, upper: jax.Array) -> None:
+    """Concrete box bounds must satisfy ``upper > lower`` everywhere (traced ones are skipped)."""
+    if is_concrete(lower) and is_concrete(upper) and not bool(jnp.all(upper > lower)):
+        raise ValueError(f"upper must be > lower everywhere, got lower={lower}, upper={upper}")
+
+
 def _check_particle(x: jax.Array, dim: int, what: str) -> None:
     """A particle of the functional's dimension (checked at trace time, on shapes only)."""
     if tuple(x.shape) != (dim,):
@@ -110,8 +128,7 @@ def truncated_exponential_moments(
     rate, lower, upper = (
         _real_array(v, n) for v, n in ((rate, "rate"), (lower, "lower"), (upper, "upper"))
     )
-    if is_concrete(lower) and is_concrete(upper) and not bool(jnp.all(upper > lower)):
-        raise ValueError(f"upper must be > lower everywhere, got lower={lower}, upper={upper}")
+    _check_ordered(lower, upper)
     width = upper - lower
     unit = rate * width
     return lower + width * _unit_mean(unit), width**2 * _unit_variance(unit)
@@ -183,13 +200,7 @@ def interacting_box_functional(
     References:
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621).
     """
-    coefficient = _real_array(coefficient, "coefficient")
-    target = _real_array(target, "target")
-    if coefficient.ndim != 1 or coefficient.shape != target.shape:
-        raise ValueError(
-            "coefficient and target must both have shape (dim,), got "
-            f"{coefficient.shape} and {target.shape}"
-        )
+    coefficient, target = _coefficient_and_target(coefficient, target)
     check_nonnegative(interaction, "interaction")
 
     def gradient(x, mean):
@@ -267,13 +278,7 @@ def interacting_box_fixed_point(
     check_positive(entropy_weight, "entropy_weight")
     check_nonnegative(interaction, "interaction")
     check_int(iterations, "iterations", minimum=1)
-    coefficient = _real_array(coefficient, "coefficient")
-    target = _real_array(target, "target")
-    if coefficient.ndim != 1 or coefficient.shape != target.shape:
-        raise ValueError(
-            "coefficient and target must both have shape (dim,), got "
-            f"{coefficient.shape} and {target.shape}"
-        )
+    coefficient, target = _coefficient_and_target(coefficient, target)
     lower, upper = _real_array(lower, "lower"), _real_array(upper, "upper")
     for name, bound in (("lower", lower), ("upper", upper)):
         try:
@@ -284,8 +289,7 @@ def interacting_box_fixed_point(
             raise ValueError(
                 f"{name} must be a scalar or have shape {coefficient.shape}, got {bound.shape}"
             )
-    if is_concrete(lower) and is_concrete(upper) and not bool(jnp.all(upper > lower)):
-        raise ValueError(f"upper must be > lower everywhere, got lower={lower}, upper={upper}")
+    _check_ordered(lower, upper)
     dtype = jnp.result_type(coefficient.dtype, float)
     coefficient, target = coefficient.astype(dtype), target.astype(dtype)
     lower = jnp.broadcast_to(jnp.asarray(lower, dtype), coefficient.shape)
