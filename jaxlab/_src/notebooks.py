@@ -11,7 +11,22 @@ import os
 import pathlib
 import sys
 
-__all__ = ["execute_notebook", "main"]
+__all__ = ["RESET_CELL", "execute_notebook", "main"]
+
+# Run first in a shared kernel: a clean namespace, the profile, the notebook's folder as the
+# working directory, float32 (some notebooks switch float64 on for their session) and no
+# figures left open.
+RESET_CELL = """\
+%reset -f
+import os as _os
+_os.environ["JAXLAB_NOTEBOOK_PROFILE"] = {profile!r}
+_os.chdir({folder!r})
+import jax as _jax
+import matplotlib.pyplot as _plt
+_jax.config.update("jax_enable_x64", False)
+_plt.close("all")
+del _os, _jax, _plt
+"""
 
 
 def execute_notebook(
@@ -20,6 +35,7 @@ def execute_notebook(
     profile: str = "smoke",
     timeout: int = 600,
     write_ipynb: bool = False,
+    kernel_manager=None,
 ):
     """Converts a percent-format ``.py`` notebook with jupytext and executes it with nbclient.
 
@@ -28,6 +44,11 @@ def execute_notebook(
       profile: value given to the kernel as ``JAXLAB_NOTEBOOK_PROFILE``.
       timeout: seconds allowed per cell.
       write_ipynb: also write the executed notebook as ``.ipynb`` beside the source.
+      kernel_manager: a started ``jupyter_client.KernelManager`` to run in (kept alive, so
+        several notebooks share one kernel's imports and compiled programs); ``None`` starts
+        and shuts down a fresh kernel. A shared kernel first runs :data:`RESET_CELL`, which
+        empties the namespace and undoes what a previous notebook may have switched on; the
+        returned notebook holds only the notebook's own cells.
 
     Returns:
       The executed ``nbformat`` notebook. A failing cell raises ``nbclient``'s CellExecutionError.
@@ -38,6 +59,11 @@ def execute_notebook(
 
     path = pathlib.Path(path)
     notebook = jupytext.read(path)
+    if kernel_manager is not None:
+        reset = nbformat.v4.new_code_cell(
+            RESET_CELL.format(profile=profile, folder=str(path.parent.resolve()))
+        )
+        notebook.cells.insert(0, reset)
     env_before = os.environ.get("JAXLAB_NOTEBOOK_PROFILE")
     os.environ["JAXLAB_NOTEBOOK_PROFILE"] = profile
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -47,8 +73,11 @@ def execute_notebook(
             timeout=timeout,
             kernel_name="python3",
             resources={"metadata": {"path": str(path.parent.resolve())}},
+            km=kernel_manager,
         )
         client.execute()
+        if kernel_manager is not None:
+            notebook.cells.pop(0)
     finally:
         if env_before is None:
             os.environ.pop("JAXLAB_NOTEBOOK_PROFILE", None)
