@@ -3,6 +3,7 @@
 Subpackages: ``jaxlab.optim`` (optax transforms), ``jaxlab.distributed`` (meshes and
 multi-process launch), ``jaxlab.solvers`` (jaxopt-shaped solvers), ``jaxlab.nn`` (flax.nnx
 modules), ``jaxlab.particles`` (mean-field Langevin particle systems: MFLD, mirror MFLD),
+``jaxlab.stochprog`` (data-driven stochastic programming: APUB, bootstrap LPs, two-stage models),
 ``jaxlab.experiments`` (the registered paper reproductions).
 """
 
@@ -10,7 +11,7 @@ __version__ = "0.1.0"
 
 import importlib as _importlib
 
-__all__ = ["__version__", "distributed", "nn", "optim", "particles", "solvers"]
+__all__ = ["__version__", "distributed", "nn", "optim", "particles", "solvers", "stochprog"]
 _SUBPACKAGES = frozenset([*__all__[1:], "experiments"])
 
 

@@ -15,6 +15,9 @@ penalty extension to distributed bilevel problems.
 Stochastic variational inequalities (Alacaoglu & Kim, ICML 2026): minibatch extragradient /
 forward-backward-forward with growing batches and relaxation (EG+), the Halpern-anchored variant,
 projected stochastic gradient descent-ascent (baseline), and test problems with known solutions.
+
+The L-shaped method (Liu, Gao & Hu, ICML 2026, APUB-M): single- and multi-cut decomposition of
+the SAA and APUB problems of a :class:`jaxlab.stochprog.TwoStageLP`, HiGHS master on the host.
 """
 
 from jaxlab._src.solver import (
@@ -72,6 +75,7 @@ from jaxlab.solvers._hom_pgd_problems import (
     star_projection,
     star_radius,
 )
+from jaxlab.solvers._lshaped import LShaped, LShapedState
 from jaxlab.solvers._push_pull import FAB, FABParams, FABState, PushPull, PushPullState
 from jaxlab.solvers._vi import (
     HalpernExtragradient,
@@ -98,6 +102,9 @@ __all__ = [
     "gmres_tangent_solve",
     # why a solver's loop stopped (every solver state's int32 `status` field)
     "SolverStatus",
+    # the L-shaped method for SAA/APUB two-stage LPs (jaxlab.stochprog models; HiGHS, host loop)
+    "LShaped",
+    "LShapedState",
     # Hom-PGD+ (latent projected gradient through a homeomorphism)
     "HomPGD",
     "HomPGDState",

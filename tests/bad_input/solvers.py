@@ -579,3 +579,61 @@ probes(
     raises("ridge", lambda: S.digits_hyper_cleaning(ridge=-1.0), ValueError),
     raises("components", lambda: S.digits_hyper_cleaning(components=0), ValueError),
 )
+
+# --------------------------------------------------------------------------------------------
+# The L-shaped method (host loop around HiGHS).
+
+from jaxlab.stochprog import TwoStageLP as _TwoStageLP  # noqa: E402
+
+_LSHAPED_MODEL = _TwoStageLP(
+    c=[1.0], W=[[1.0, -1.0]], T=[[1.0]], h=[[2.0], [4.0]], q=[3.0, 0.0], x_upper=[10.0]
+)
+_NO_RECOURSE = _TwoStageLP(
+    c=[1.0],
+    W=[[[1.0, -1.0]], [[1.0, 1.0]]],
+    T=[[1.0]],
+    h=[[2.0], [-1.0]],
+    q=[3.0, 0.0],
+    x_upper=[10.0],
+)
+no_probes(_P + "LShapedState", "a state NamedTuple: built by LShaped.init_state")
+probes(
+    _P + "LShaped",
+    raises("model", lambda: S.LShaped("model"), TypeError),
+    raises("alpha", lambda: S.LShaped(_LSHAPED_MODEL, alpha=0.0), ValueError),
+    raises("alpha", lambda: S.LShaped(_LSHAPED_MODEL, alpha=jnp.array(1.5)), ValueError),
+    raises("cuts", lambda: S.LShaped(_LSHAPED_MODEL, cuts="triple"), ValueError),
+    raises("tol", lambda: S.LShaped(_LSHAPED_MODEL, tol=-1.0), ValueError),
+    raises("maxiter", lambda: S.LShaped(_LSHAPED_MODEL, maxiter=0), ValueError),
+    raises("recourse_fun", lambda: S.LShaped(_LSHAPED_MODEL, recourse_fun=3), TypeError),
+    raises("eta_lower_bound", lambda: S.LShaped(_LSHAPED_MODEL, eta_lower_bound=NAN), ValueError),
+    raises(
+        "eta_lower_bound",
+        lambda: S.LShaped(_LSHAPED_MODEL, eta_lower_bound=1e6).run(),
+        ValueError,
+        "above the recourse",
+    ),
+    raises("multiplicities", lambda: S.LShaped(_LSHAPED_MODEL, multiplicities=np.ones((3, 5)))),
+    raises("init_params", lambda: S.LShaped(_LSHAPED_MODEL).run(np.ones(3)), ValueError),
+    raises(
+        "scenario 1",
+        lambda: S.LShaped(_NO_RECOURSE, eta_lower_bound=0.0).run(np.zeros(1)),
+        ValueError,
+        "infeasible recourse",
+    ),
+    raises(
+        "recourse_fun",
+        lambda: S.LShaped(
+            _LSHAPED_MODEL, recourse_fun=lambda x: (np.zeros(3), np.zeros((3, 1)))
+        ).run(),
+        ValueError,
+        "shapes",
+    ),
+    status(
+        "non-finite recourse stops the run",
+        lambda: S.LShaped(
+            _LSHAPED_MODEL, recourse_fun=lambda x: (np.full(2, NAN), np.zeros((2, 1)))
+        ).run(),
+        lambda out: out.state.status == S.SolverStatus.NONFINITE and out.state.num_nonfinite == 1,
+    ),
+)
