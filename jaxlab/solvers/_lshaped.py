@@ -63,6 +63,14 @@ class LShapedState(NamedTuple):
       num_nonfinite: recourse evaluations that returned NaN or infinity (the solve stops with
         ``NONFINITE`` at the first).
       eta_lower_bound: the lower bound on each recourse value that bounds the master.
+
+    Examples:
+      >>> from jaxlab.stochprog import TwoStageLP
+      >>> model = TwoStageLP(c=[1.0], W=[[1.0, -1.0]], T=[[1.0]], h=[[2.0], [4.0]],
+      ...                    q=[3.0, 0.0], x_upper=[10.0])
+      >>> state = LShaped(model, cuts="multi").run().state
+      >>> state.cut_slopes.shape[1:], state.eta_lower_bound   # (N, n1) per cut; Q >= 0
+      ((2, 1), 0.0)
     """
 
     iter_num: int

@@ -59,6 +59,12 @@ class Regime:
       hours: interval of the regular labour hours ``h``.
       cost: interval of each station's extra-labour unit cost ``q_j``.
       efficiency: interval of each station's efficiency ``w_j`` (positive).
+
+    Examples:
+      >>> calm = Regime(theta=1.0, hours=(5000.0, 6000.0), cost=(6.0, 8.0),
+      ...               efficiency=(0.8, 1.0))     # independent coordinates
+      >>> calm.theta
+      1.0
     """
 
     theta: float
@@ -90,6 +96,12 @@ class ProductMixConfig:
       regular_probability: ``p``, the probability of the regular regime.
       regular, worst: the two :class:`Regime` s.
       x_upper: the first-stage box ``0 <= x <= x_upper``.
+
+    Examples:
+      >>> config = ProductMixConfig(profit=(12.0, 20.0), hours=((10.0, 6.0),),
+      ...                           regular_probability=0.8)
+      >>> config.num_products, config.num_stations, config.cost.tolist()
+      (2, 1, [-12.0, -20.0])
     """
 
     profit: tuple[float, ...]
@@ -158,6 +170,11 @@ class ProductMixScenarios(NamedTuple):
     """Scenario data: regular hours ``h`` ``(n,)``, costs ``q`` and efficiencies ``w`` ``(n, J)``.
 
     ``regime`` is 1 for the regular regime, 0 for the worst.
+
+    Examples:
+      >>> s = sample_product_mix(jax.random.key(0), 1000, product_mix_config())
+      >>> round(float(s.regime.mean()), 1)            # the regular regime's probability
+      0.9
     """
 
     hours: jax.Array

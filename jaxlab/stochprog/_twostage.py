@@ -170,6 +170,13 @@ class ExtensiveForm:
 
     Columns are laid out ``[x | t | s_1..s_M | z_1..z_N | y_1..y_N]`` (``t`` and ``s`` only for
     APUB); ``columns`` maps each block name to its slice.
+
+    Examples:
+      >>> model = TwoStageLP(c=[1.0], W=[[1.0, -1.0]], T=[[1.0]], h=[[2.0], [4.0]],
+      ...                    q=[3.0, 0.0])
+      >>> form = extensive_form(model, alpha=0.5, multiplicities=[[2, 0], [1, 1], [0, 2]])
+      >>> form.matrix.shape, form.columns["s"]   # rows: 2 z, 3 CVaR, 2 recourse
+      ((7, 11), slice(2, 5, None))
     """
 
     cost: np.ndarray
@@ -194,6 +201,13 @@ class TwoStageSolution:
         SAA).
       solve_seconds: HiGHS's wall time.
       num_variables, num_constraints: the LP's size.
+
+    Examples:
+      >>> model = TwoStageLP(c=[1.0], W=[[1.0, -1.0]], T=[[1.0]], h=[[2.0], [4.0]],
+      ...                    q=[3.0, 0.0], x_upper=[10.0])
+      >>> sol = solve_extensive_form(model, alpha=0.5, multiplicities=[[2, 0], [1, 1], [0, 2]])
+      >>> sol.x.round(6).tolist(), round(sol.value, 6), sol.recourse_values.round(6).tolist()
+      ([4.0], 4.0, [0.0, 0.0])
     """
 
     x: np.ndarray
@@ -239,6 +253,13 @@ def extensive_form(model: TwoStageLP, *, alpha: Any = 1.0, multiplicities: Any =
 
     Returns:
       An :class:`ExtensiveForm`.
+
+    Examples:
+      >>> model = TwoStageLP(c=[1.0], W=[[1.0, -1.0]], T=[[1.0]], h=[[2.0], [4.0]],
+      ...                    q=[3.0, 0.0])
+      >>> form = extensive_form(model)                  # SAA: no t and s columns
+      >>> sorted(form.columns), form.cost.tolist()     # [x, z1, z2, y11, y12, y21, y22]
+      (['x', 'y', 'z'], [1.0, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0])
     """
     if not isinstance(model, TwoStageLP):
         raise TypeError(f"model must be a TwoStageLP, got {type(model).__name__}")
