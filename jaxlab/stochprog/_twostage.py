@@ -206,8 +206,8 @@ class TwoStageSolution:
       >>> model = TwoStageLP(c=[1.0], W=[[1.0, -1.0]], T=[[1.0]], h=[[2.0], [4.0]],
       ...                    q=[3.0, 0.0], x_upper=[10.0])
       >>> sol = solve_extensive_form(model, alpha=0.5, multiplicities=[[2, 0], [1, 1], [0, 2]])
-      >>> sol.x.round(6).tolist(), round(sol.value, 6), sol.recourse_values.round(6).tolist()
-      ([4.0], 4.0, [0.0, 0.0])
+      >>> sol.x.round(6).tolist(), round(sol.value, 6), sol.num_variables
+      ([4.0], 4.0, 11)
     """
 
     x: np.ndarray
