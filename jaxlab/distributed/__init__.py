@@ -1,8 +1,9 @@
 """Meshes, multi-process launch and collectives.
 
-One per-worker function, three scales: :func:`run_vmapped` (one device, ``jax.vmap``),
-:func:`run_sharded` (one worker per device of a mesh, ``jax.shard_map``) and, inside
-:func:`launch`, the same :func:`run_sharded` over a mesh spanning several processes.
+One per-worker function, four ways: :func:`run_vmapped` (one device, ``jax.vmap``),
+:func:`run_pmapped` (one worker per local device, ``jax.pmap``), :func:`run_sharded` (one worker
+per device of a mesh, ``jax.shard_map``; preferred) and, inside :func:`launch`, the same
+:func:`run_sharded` over a mesh spanning several processes.
 """
 
 from jaxlab.distributed._graphs import (
@@ -23,6 +24,7 @@ from jaxlab.distributed._mesh import (
     global_to_process_local,
     make_mesh,
     process_local_to_global,
+    run_pmapped,
     run_sharded,
     run_vmapped,
     worker_mesh,
@@ -65,6 +67,7 @@ __all__ = [
     "launch",
     "make_mesh",
     "process_local_to_global",
+    "run_pmapped",
     "run_sharded",
     "run_vmapped",
     "worker_mesh",

@@ -1,11 +1,14 @@
-"""Device meshes and one per-worker function run two ways: vmap on one device, shard_map on a mesh.
+"""Device meshes and one per-worker function run three ways: vmap, pmap, shard_map on a mesh.
 
 A per-worker function sees one worker's arrays (no worker axis) and talks to the other workers
 only through collectives on a named axis (``jax.lax.pmean``, ``psum``, ``all_gather``,
 ``axis_index``). :func:`run_vmapped` runs it for every worker on one device with
-``jax.vmap(..., axis_name=...)``; :func:`run_sharded` runs it with one worker per device of a mesh
-with ``jax.shard_map``, and, when the mesh spans several processes (see
+``jax.vmap(..., axis_name=...)``; :func:`run_pmapped` with one worker per local device with
+``jax.pmap(..., axis_name=...)``; :func:`run_sharded` with one worker per device of a mesh with
+``jax.shard_map``, and, when the mesh spans several processes (see
 :func:`jaxlab.distributed.launch`), with one worker per device across hosts. The numbers agree.
+Prefer shard_map: pmap is in maintenance mode in JAX, but works, and the same per-worker code
+runs under it unchanged.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ __all__ = [
     "make_mesh",
     "worker_mesh",
     "run_vmapped",
+    "run_pmapped",
     "run_sharded",
     "process_local_to_global",
     "global_to_process_local",
@@ -218,6 +222,64 @@ def run_vmapped(fn: Callable[..., Any], axis_name: str, *args: Any) -> Any:
     _check_worker_args(args, None)
     with _unbound_axis_hint(axis_name):
         return jax.vmap(fn, axis_name=axis_name)(*args)
+
+
+def run_pmapped(
+    fn: Callable[..., Any],
+    axis_name: str,
+    *args: Any,
+    devices: Sequence[jax.Device] | None = None,
+) -> Any:
+    """Runs a per-worker function with one worker per local device: ``pmap(fn, axis_name)``.
+
+    The same contract as :func:`run_vmapped` (every leaf of ``args`` carries the workers on its
+    leading axis; ``fn`` sees one worker's slice and uses collectives over ``axis_name``), with
+    ``jax.pmap`` placing worker ``i`` on device ``i``. pmap maps over the devices of this
+    process only: across processes use :func:`run_sharded` over a mesh.
+
+    Args:
+      fn: the per-worker function, ``fn(*worker_args) -> pytree``.
+      axis_name: the collective axis name ``fn`` uses.
+      *args: pytrees whose leaves all have leading size ``len(devices)``.
+      devices: the devices to map over (default: the first ``num_workers`` local devices).
+
+    Returns:
+      ``fn``'s outputs stacked along a leading worker axis (one shard per device).
+
+    Raises:
+      TypeError: ``fn`` is not callable or ``axis_name`` is not a string.
+      ValueError: leaves with different leading sizes, or more workers than local devices.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from jaxlab.distributed import run_pmapped, run_vmapped
+      >>> def centre(x):
+      ...     return x - jax.lax.pmean(x, "workers")
+      >>> x = jnp.array([1.0, 2.0, 6.0, 7.0])
+      >>> bool(jnp.allclose(run_pmapped(centre, "workers", x), run_vmapped(centre, "workers", x)))
+      True
+
+    References:
+      JAX documentation, ``jax.pmap`` (collectives over a named device axis).
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if not isinstance(axis_name, str) or not axis_name:
+        raise TypeError(f"axis_name must be a non-empty string, got {axis_name!r}")
+    size = _check_worker_args(args, None)
+    if devices is None:
+        local = jax.local_devices()
+        if size > len(local):
+            raise ValueError(
+                f"args have leading (worker) size {size} but this process has {len(local)} "
+                "local devices; pmap places one worker per local device (use run_vmapped, or "
+                "run_sharded over a mesh spanning several processes)"
+            )
+        devices = local[:size]
+    elif len(devices) != size:
+        raise ValueError(f"devices has {len(devices)} entries but args have {size} workers")
+    with _unbound_axis_hint(axis_name):
+        return jax.pmap(fn, axis_name=axis_name, devices=list(devices))(*args)
 
 
 @contextlib.contextmanager

@@ -236,6 +236,58 @@ def _place(mesh, axis_name, stage_params, inputs, targets):
     return stage_params, inputs, targets
 
 
+_MAPPINGS = ("shard_map", "pmap")
+
+
+def _stage_program(per_stage, mesh, axis_name, mapping):
+    """``per_stage(params block, inputs, targets)`` run once per stage, by shard_map or pmap.
+
+    ``per_stage`` sees its stage's parameters with a leading block axis of size 1 and returns
+    ``(final (1, ...), trajectory (K, 1, ...), busy (ticks, 1))``, as shard_map's
+    ``P(axis_name)`` / ``P(None, axis_name)`` specs want. Under pmap the same program gets the
+    block axis added and removed around it, and ``out_axes`` puts the stages where shard_map's
+    specs do.
+    """
+    if mapping == "shard_map":
+        return jax.jit(
+            jax.shard_map(
+                per_stage,
+                mesh=mesh,
+                in_specs=(P(axis_name), P(), P()),
+                out_specs=(P(axis_name), P(None, axis_name), P(None, axis_name)),
+            )
+        )
+    if len(mesh.axis_names) != 1:
+        raise ValueError(
+            f"mapping='pmap' needs a 1-D mesh (pmap maps one device axis), got mesh axes "
+            f"{mesh.axis_names}; use mapping='shard_map'"
+        )
+
+    def per_device(params, xs, ys):
+        block = jax.tree.map(lambda x: jnp.expand_dims(x, 0), params)
+        final, trajectory, busy = per_stage(block, xs, ys)
+        squeeze = lambda axis: lambda x: jnp.squeeze(x, axis)  # noqa: E731
+        return (
+            jax.tree.map(squeeze(0), final),
+            jax.tree.map(squeeze(1), trajectory),
+            jnp.squeeze(busy, 1),
+        )
+
+    mapped = jax.pmap(
+        per_device,
+        axis_name=axis_name,
+        in_axes=(0, None, None),
+        out_axes=(0, 1, 1),
+        devices=list(mesh.devices.flat),
+    )
+    return lambda params, xs, ys: mapped(jax.device_get(params), xs, ys)
+
+
+def _check_mapping(mapping) -> None:
+    if mapping not in _MAPPINGS:
+        raise ValueError(f"mapping must be one of {_MAPPINGS}, got {mapping!r}")
+
+
 def pipedream_2bw_train(
     stage_params: Any,
     tx: optax.GradientTransformation,
@@ -246,6 +298,7 @@ def pipedream_2bw_train(
     axis_name: str = "stage",
     stage_fn: Callable[[Any, jax.Array], jax.Array] = mlp_stage,
     loss_fn: Callable[[jax.Array, jax.Array], jax.Array] = squared_error,
+    mapping: str = "shard_map",
 ) -> PipelineResult:
     """Trains ``S`` stages with the PipeDream-2BW schedule: no flushes, two weight versions.
 
@@ -270,6 +323,9 @@ def pipedream_2bw_train(
       stage_fn: ``(one stage's params, h) -> h`` of constant width.
       loss_fn: ``(outputs, targets) -> scalar`` on one micro-batch (the minibatch loss is the
         micro-batch mean).
+      mapping: ``"shard_map"`` (default, preferred) or ``"pmap"``: the same per-stage program
+        under ``jax.pmap`` over the mesh's devices, one stage per device (same numbers). pmap
+        needs a 1-D mesh of this process's devices; a mesh with more axes raises.
 
     Returns:
       A :class:`PipelineResult`; ``steady_ticks = (2S - 1, K·M)``.
@@ -293,6 +349,7 @@ def pipedream_2bw_train(
       Narayanan et al., "Memory-Efficient Pipeline-Parallel DNN Training", ICML 2021
       (arXiv 2006.09503).
     """
+    _check_mapping(mapping)
     num_stages = _check_inputs(stage_params, inputs, targets, mesh, axis_name, 1, tx)
     num_minibatches, num_microbatches = np.shape(inputs)[:2]
     if num_microbatches < 2 * (num_stages - 1):
@@ -380,14 +437,7 @@ def pipedream_2bw_train(
         final = jax.tree.map(lambda x: jnp.expand_dims(x[-1, 0], 0), trajectory)
         return final, trajectory, jnp.expand_dims(busy, 1)
 
-    run = jax.jit(
-        jax.shard_map(
-            per_stage,
-            mesh=mesh,
-            in_specs=(P(axis_name), P(), P()),
-            out_specs=(P(axis_name), P(None, axis_name), P(None, axis_name)),
-        )
-    )
+    run = _stage_program(per_stage, mesh, axis_name, mapping)
     final, trajectory, busy = run(stage_params, flat_inputs, flat_targets)
     return PipelineResult(final, trajectory, np.asarray(busy), 2, (2 * S - 1, total))
 
@@ -402,6 +452,7 @@ def gpipe_train(
     axis_name: str = "stage",
     stage_fn: Callable[[Any, jax.Array], jax.Array] = mlp_stage,
     loss_fn: Callable[[jax.Array, jax.Array], jax.Array] = squared_error,
+    mapping: str = "shard_map",
 ) -> PipelineResult:
     """Trains ``S`` stages synchronously with the GPipe schedule (a flush every minibatch).
 
@@ -420,6 +471,9 @@ def gpipe_train(
       axis_name: the stage axis.
       stage_fn: ``(one stage's params, h) -> h`` of constant width.
       loss_fn: ``(outputs, targets) -> scalar`` on one micro-batch.
+      mapping: ``"shard_map"`` (default, preferred) or ``"pmap"``: the same per-stage program
+        under ``jax.pmap`` over the mesh's devices, one stage per device (same numbers). pmap
+        needs a 1-D mesh of this process's devices; a mesh with more axes raises.
 
     Returns:
       A :class:`PipelineResult` (``steady_ticks = (0, 0)``: GPipe never runs full).
@@ -442,6 +496,7 @@ def gpipe_train(
       Huang et al., "GPipe: Efficient Training of Giant Neural Networks using Pipeline
       Parallelism", NeurIPS 2019 (arXiv 1811.06965).
     """
+    _check_mapping(mapping)
     num_stages = _check_inputs(stage_params, inputs, targets, mesh, axis_name, 1, tx)
     S, M = num_stages, int(np.shape(inputs)[1])
     phase = M + S - 1
@@ -499,14 +554,7 @@ def gpipe_train(
             jnp.expand_dims(busy, 1),
         )
 
-    run = jax.jit(
-        jax.shard_map(
-            per_stage,
-            mesh=mesh,
-            in_specs=(P(axis_name), P(), P()),
-            out_specs=(P(axis_name), P(None, axis_name), P(None, axis_name)),
-        )
-    )
+    run = _stage_program(per_stage, mesh, axis_name, mapping)
     final, trajectory, busy = run(stage_params, inputs, targets)
     return PipelineResult(final, trajectory, np.asarray(busy), 1, (0, 0))
 

@@ -4,8 +4,9 @@ Both methods let ``n`` workers send compressed messages while the iterate still 
 linearly (on smooth strongly convex problems). Worker ``i`` holds its own state; the returned
 update is the mean of the workers' messages over ``axis_name`` (``jax.lax.pmean``), so the same
 code runs for one worker (``axis_name=None``), for ``n`` workers under
-``jax.vmap(..., axis_name=...)`` on one device, under ``jax.shard_map`` on a mesh, and across
-processes (a mesh spanning them).
+``jax.vmap(..., axis_name=...)`` on one device, under ``jax.pmap(..., axis_name=...)`` with one
+worker per device, under ``jax.shard_map`` on a mesh, and across processes (a mesh spanning
+them); ``tests/optim/test_error_feedback.py`` checks that the paths agree.
 
 Randomness (rand-k, natural compression) comes from a key in the state, split every step and
 folded with ``jax.lax.axis_index(axis_name)`` so each worker draws its own coordinates and a run

@@ -19,7 +19,9 @@ shared by every sampler), and carry their own lower-level pieces as ``mmfld.init
 functional enters only through the particle averages ``s = (1/N) Σ_i ψ(X^i)`` it depends on and
 its first-variation gradient ``∇_x δF/δμ(μ̂, x) = g(x, s)`` (a :class:`MeanFieldFunctional`), so
 one kernel runs on a block of particles on one device (``vmap``) and under ``jax.shard_map``
-over a ``'particles'`` mesh axis (``s`` is then a ``pmean``), across processes too.
+over a ``'particles'`` mesh axis (``s`` is then a ``pmean``), across processes too. A step built
+with ``axis_name`` also runs under ``jax.pmap(step, axis_name=..., in_axes=(None, 0))`` with the
+positions reshaped to ``(devices, N / devices, d)``, with the same numbers.
 """
 
 from __future__ import annotations

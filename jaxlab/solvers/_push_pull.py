@@ -25,6 +25,7 @@ each tracked as ``y`` above. The exact FAB iteration is a reconstruction (see th
 Agents are an axis. With ``axis_name=None`` every leaf carries the agents on its leading axis
 and mixing is a matrix product (one device). With ``axis_name="agents"`` the code is per agent
 and mixes through collectives, so it runs under ``jax.vmap(..., axis_name=...)``, under
+``jax.pmap(..., axis_name=...)`` (:func:`jaxlab.distributed.run_pmapped`), under
 ``jax.shard_map`` on a mesh (``mixing="dense"``: ``all_gather``; ``mixing="sparse"``:
 ``ppermute`` along a static set of ring shifts) and across processes
 (:func:`jaxlab.distributed.launch`). Every agent draws the same ``G_k`` from the shared key in

@@ -157,6 +157,24 @@ probes(
     ),
 )
 probes(
+    _D + "run_pmapped",
+    raises("fn", lambda: d.run_pmapped(None, "workers", jnp.ones(2)), TypeError),
+    raises("axis_name", lambda: d.run_pmapped(_mean_over("w"), None, jnp.ones(2)), TypeError),
+    raises("args", lambda: d.run_pmapped(_mean_over("w"), "w"), ValueError),
+    raises("args", lambda: d.run_pmapped(_mean_over("w"), "w", jnp.ones(99)), ValueError, "size"),
+    raises(
+        "devices",
+        lambda: d.run_pmapped(_mean_over("w"), "w", jnp.ones(2), devices=jax.local_devices()[:3]),
+        ValueError,
+    ),
+    raises(
+        "axis_name",
+        lambda: d.run_pmapped(_mean_over("clients"), "workers", jnp.ones(2)),
+        ValueError,
+        "collective over another axis",
+    ),
+)
+probes(
     _D + "run_sharded",
     raises("fn", lambda: d.run_sharded(3, _mesh("w"), "w", jnp.ones(2)), TypeError),
     raises("mesh", lambda: d.run_sharded(_mean_over("w"), None, "w", jnp.ones(2)), TypeError),
@@ -250,6 +268,13 @@ for _name in ("gpipe_train", "pipedream_2bw_train"):
             "tx",
             lambda fn=_fn: fn(_stages(), "sgd", _batches(), _batches(), mesh=_mesh()),
             TypeError,
+        ),
+        raises(
+            "mapping",
+            lambda fn=_fn: fn(
+                _stages(), optax.sgd(0.1), _batches(), _batches(), mesh=_mesh(), mapping="vmap"
+            ),
+            ValueError,
         ),
         raises(
             "inputs",

@@ -92,6 +92,28 @@ def test_gpipe_equals_plain_training(runs):
     assert _max_gap(runs["gpipe"].trajectory, runs["delayed"], shift=1) > 1e-2
 
 
+@pytest.mark.parametrize("executor", [pipedream_2bw_train, gpipe_train], ids=["2bw", "gpipe"])
+def test_pmap_mapping_equals_shard_map(problem, mesh, runs, executor):
+    by_pmap = executor(*problem[:1], _tx(), *problem[1:], mesh=mesh, mapping="pmap")
+    reference = runs["2bw" if executor is pipedream_2bw_train else "gpipe"]
+    for name in ("w", "b"):
+        np.testing.assert_allclose(
+            by_pmap.trajectory[name], reference.trajectory[name], rtol=1e-6, atol=1e-7
+        )
+        np.testing.assert_allclose(
+            by_pmap.params[name], reference.params[name], rtol=1e-6, atol=1e-7
+        )
+    np.testing.assert_array_equal(by_pmap.busy_slots, reference.busy_slots)
+
+
+def test_pmap_mapping_needs_a_one_dimensional_mesh(problem):
+    two_d = make_mesh((S, 2), ("stage", "data"))
+    with pytest.raises(ValueError, match="1-D mesh"):
+        gpipe_train(*problem[:1], _tx(), *problem[1:], mesh=two_d, mapping="pmap")
+    with pytest.raises(ValueError, match="mapping"):
+        gpipe_train(*problem[:1], _tx(), *problem[1:], mesh=two_d, mapping="vmap")
+
+
 def test_idle_slots(runs):
     two_bw, gpipe = runs["2bw"], runs["gpipe"]
     # 2BW: every slot busy in steady state; in all, 2S - 1 fill/drain ticks per stage.

@@ -1,6 +1,6 @@
-"""EF and EF21 transforms: against plain GD, a numpy reference of the paper's recursions, three
-execution paths (vmap, shard_map over 8 devices, 2 processes), nnx.Optimizer, inject_hyperparams,
-bit counts and bad input.
+"""EF and EF21 transforms: against plain GD, a numpy reference of the paper's recursions, four
+execution paths (vmap, pmap and shard_map over 8 devices, 2 processes), nnx.Optimizer,
+inject_hyperparams, bit counts and bad input.
 
 The module's top level stays light (no flax): ``_two_process_worker`` is imported by the child
 processes of :func:`jaxlab.distributed.launch`.
@@ -236,7 +236,7 @@ def _assert_trees_close(actual, expected, rtol=1e-5, atol=1e-6):
 
 
 @pytest.mark.parametrize("method", ["ef", "ef21_rand_k"])
-def test_vmap_and_shard_map_over_8_devices_agree(method):
+def test_vmap_pmap_and_shard_map_over_8_devices_agree(method):
     from jax.sharding import NamedSharding, PartitionSpec
 
     if jax.device_count() < 8:
@@ -259,6 +259,9 @@ def test_vmap_and_shard_map_over_8_devices_agree(method):
     x0_s = jax.device_put(x0, NamedSharding(mesh, PartitionSpec()))
     by_shard_map = jax.jit(sharded)(a_s, b_s, x0_s)
     _assert_trees_close(by_shard_map, by_vmap)
+    # jax.pmap, one worker per device: the same per-worker code, unchanged.
+    by_pmap = jax.pmap(worker, axis_name=AXIS, in_axes=(0, 0, None))(a, b, x0)
+    _assert_trees_close(by_pmap, by_vmap)
     # The iterate moved and every worker holds the same one.
     xs = np.asarray(by_vmap[0])
     assert np.max(np.abs(xs[:, -1] - np.asarray(x0))) > 1e-3

@@ -172,6 +172,9 @@ def test_compressed_gradient_descent_is_minus_eta_mean_of_compressed_gradients()
     updates, _ = jax.vmap(lambda g: tx.update(g, state), axis_name=AXIS)(grads)
     expected = -0.5 * np.mean([[3.0, 0.0, 0.0], [0.0, 0.0, -4.0]], axis=0)
     np.testing.assert_allclose(updates, np.broadcast_to(expected, (2, 3)))
+    # The same per-worker update under jax.pmap, one worker per device.
+    by_pmap, _ = jax.pmap(lambda g: tx.update(g, state), axis_name=AXIS)(grads)
+    np.testing.assert_allclose(by_pmap, updates, rtol=1e-6)
     # With the identity compressor on one worker it is optax.sgd.
     sgd_updates, _ = optax.sgd(0.5).update(grads[0], optax.sgd(0.5).init(grads[0]))
     cgd = optim.compressed_gradient_descent(0.5, optim.identity())

@@ -140,27 +140,62 @@ def test_objective_and_entropy_estimates_in_info(x64):
 
 
 @pytest.mark.parametrize("scheme", ["primal", "dual", "projected"])
-def test_vmap_equals_shard_map_on_eight_devices(scheme):
+def test_one_device_pmap_and_shard_map_on_eight_devices_agree(scheme):
     mesh = make_mesh((8,), ("particles",))
     functional, mirror_map, positions = _workers.problem()
     kwargs = dict(scheme=scheme, entropy_queries=8)
     single = jax.jit(particles.mmfld(functional, mirror_map, 1e-2, 0.1, **kwargs).step)
-    sharded = particles.shard_step(
-        particles.mmfld(functional, mirror_map, 1e-2, 0.1, axis_name="particles", **kwargs).step,
-        mesh,
-    )
+    per_block = particles.mmfld(
+        functional, mirror_map, 1e-2, 0.1, axis_name="particles", **kwargs
+    ).step
+    sharded = particles.shard_step(per_block, mesh)
+    # jax.pmap over the same per-block step: the key is replicated, each device holds n/8 rows.
+    pmapped = jax.pmap(per_block, axis_name="particles", in_axes=(None, 0))
     state_1 = state_8 = particles.MFLDState(jnp.asarray(positions))
+    state_p = particles.MFLDState(jnp.asarray(positions).reshape(8, -1, positions.shape[-1]))
     for i in range(5):
         key = jax.random.fold_in(jax.random.key(0), i)
         state_1, info_1 = single(key, state_1)
         state_8, info_8 = sharded(key, state_8)
+        state_p, info_p = pmapped(key, state_p)
         np.testing.assert_allclose(state_8.positions, state_1.positions, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(
+            state_p.positions.reshape(state_1.positions.shape),
+            state_1.positions,
+            rtol=1e-6,
+            atol=1e-7,
+        )
         for name in ("statistics", "energy", "entropy", "boundary_distance", "boundary_fraction"):
             np.testing.assert_allclose(
                 getattr(info_8, name), getattr(info_1, name), rtol=1e-5, atol=1e-7, err_msg=name
             )
+            # Info is pmean-ed: every device reports the same, equal to the one-device run.
+            np.testing.assert_allclose(
+                getattr(info_p, name),
+                np.broadcast_to(getattr(info_1, name), getattr(info_p, name).shape),
+                rtol=1e-5,
+                atol=1e-7,
+                err_msg=name,
+            )
         assert int(info_8.clip_count) == int(info_1.clip_count)
     assert state_8.positions.sharding.spec[0] == "particles"  # rows stay split over the mesh
+
+
+def test_mfld_under_pmap_equals_one_device():
+    # The Euclidean algorithm's step under jax.pmap (key replicated, 4 rows per device).
+    functional = particles.MeanFieldFunctional(lambda x: x, lambda x, m: x - m)
+    positions = jnp.linspace(-1.0, 1.0, 32).reshape(32, 1)
+    single = jax.jit(particles.mfld(functional, 0.1, 0.5).step)
+    pmapped = jax.pmap(
+        particles.mfld(functional, 0.1, 0.5, axis_name="particles").step,
+        axis_name="particles",
+        in_axes=(None, 0),
+    )
+    key = jax.random.key(7)
+    state_1, info_1 = single(key, particles.MFLDState(positions))
+    state_p, info_p = pmapped(key, particles.MFLDState(positions.reshape(8, 4, 1)))
+    np.testing.assert_allclose(state_p.positions.reshape(32, 1), state_1.positions, rtol=1e-6)
+    np.testing.assert_allclose(info_p.statistics[0], info_1.statistics, rtol=1e-6, atol=1e-7)
 
 
 def test_two_processes_match_one_device():

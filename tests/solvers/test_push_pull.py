@@ -21,6 +21,7 @@ from jaxlab.distributed import (
     exponential_graph,
     launch,
     pull_push_weights,
+    run_pmapped,
     run_sharded,
     run_vmapped,
     sample_graph_sequence,
@@ -229,12 +230,13 @@ def _paths(kind: str, mixing: str):
 
 @pytest.mark.parametrize("kind", ["push_pull", "fab"])
 @pytest.mark.parametrize("mixing", ["dense", "sparse"])
-def test_stacked_vmap_and_shard_map_paths_agree(x64, kind, mixing):
+def test_stacked_vmap_pmap_and_shard_map_paths_agree(x64, kind, mixing):
     expected, fn, args = _paths(kind, mixing)
     vmapped = run_vmapped(fn, workers.AXIS, *args)
+    pmapped = run_pmapped(fn, workers.AXIS, *args)
     sharded = run_sharded(fn, worker_mesh(N, axis_name=workers.AXIS), workers.AXIS, *args)
     # A per-agent scalar (the error) comes back once per agent: every agent agrees on it.
-    for got in (vmapped, sharded):
+    for got in (vmapped, pmapped, sharded):
         for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(expected), strict=True):
             w = np.broadcast_to(np.asarray(w), np.shape(g))
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-13)
