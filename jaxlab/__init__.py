@@ -4,6 +4,7 @@ Subpackages: ``jaxlab.optim`` (optax transforms), ``jaxlab.distributed`` (meshes
 multi-process launch), ``jaxlab.solvers`` (jaxopt-shaped solvers), ``jaxlab.nn`` (flax.nnx
 modules), ``jaxlab.particles`` (mean-field Langevin particle systems: MFLD, mirror MFLD),
 ``jaxlab.stochprog`` (data-driven stochastic programming: APUB, bootstrap LPs, two-stage models),
+``jaxlab.quant`` (post-training weight quantization: RTN, GPTQ, STLA),
 ``jaxlab.experiments`` (the registered paper reproductions).
 """
 
@@ -11,7 +12,7 @@ __version__ = "0.1.0"
 
 import importlib as _importlib
 
-__all__ = ["__version__", "distributed", "nn", "optim", "particles", "solvers", "stochprog"]
+__all__ = ["__version__", "distributed", "nn", "optim", "particles", "quant", "solvers", "stochprog"]
 _SUBPACKAGES = frozenset([*__all__[1:], "experiments"])
 
 

@@ -1,0 +1,458 @@
+"""Round-to-nearest and GPTQ weight quantization (per channel or per group of columns).
+
+**RTN** quantizes every weight independently with per-row (per-group) min-max parameters.
+
+**GPTQ** quantizes the columns of ``W ∈ ℝ^{r×d}`` one at a time in a chosen order and compensates
+the rounding error of each column on the columns not yet quantized. With ``U`` the upper Cholesky
+factor of ``H⁻¹`` and ``w̃`` the compensated working copy, for ``j = 1..d``::
+
+    q_j = Q(w̃_j),   e_j = (w̃_j − q_j) / U_jj,   w̃_{j+1:} ← w̃_{j+1:} − e_j U_{j, j+1:}
+
+The loss of this result is ``tr(Δ H Δᵀ) = Σ_j ‖e_j‖²`` exactly (``H`` the damped Hessian).
+Updates are applied lazily in blocks of ``block_size`` columns (one matmul per block): the
+same result in exact arithmetic. Group parameters are computed from the current compensated
+weights when the group's first column is reached; groups are contiguous in *processing* order
+(with ``order="act"`` a group gathers columns of similar ``H_jj``), and
+:attr:`QuantizedWeight.group_index` maps every original column to its group.
+
+Where jit stops: the Hessian preparation (dead columns, damping, the float64 Cholesky factor of
+``H⁻¹``, the column order) runs on the host in NumPy float64; the column loop is one jitted
+program per shape, run in ``w``'s dtype (float32, or float64 under x64).
+
+References:
+  Frantar, Ashkboos, Hoefler, Alistarh, "GPTQ: Accurate Post-Training Quantization for
+  Generative Pre-trained Transformers", ICLR 2023 (arXiv 2210.17323).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from jaxlab._src.validation import check_bool, check_int, check_nonnegative, check_positive
+from jaxlab.quant._hessian import (
+    DAMP,
+    DEAD_VALUE,
+    _inverse_cholesky,
+    _order,
+    _prepare,
+    check_hessian,
+    check_order,
+    check_weight,
+)
+from jaxlab.quant._uniform import _minmax, check_bits
+
+__all__ = ["QuantInfo", "QuantizedWeight", "gptq", "rtn"]
+
+
+class QuantInfo(NamedTuple):
+    """Diagnostics of one quantized layer (fields a method does not produce are empty).
+
+    Attributes:
+      layer_error: ``tr(Δ H Δᵀ)`` of the result under the Hessian as given (undamped); NaN
+        when no Hessian was given (RTN).
+      relative_error: ``layer_error / tr(W H Wᵀ)``.
+      column_losses: GPTQ: ``[d]`` ``‖e_j‖²`` per column in processing order (they sum to
+        ``tr(ΔHΔᵀ)`` under the *damped* Hessian); STLA: ``[num_clusters]`` the final (hard)
+        loss each cluster minimised (global: ``Σ e_c S_c e_cᵀ``, summing to the same trace).
+      warmup_recon: STLA: ``[num_clusters]`` reconstruction loss at the end of AdaRound's
+        warm-up (the balance of recon and reg that ``round_weight`` sets is not scale-free).
+      warmup_reg: STLA: ``[num_clusters]`` the rounding regulariser (``β = 20``) then.
+      hard_fraction: STLA: ``[num_clusters]`` fraction of ``h(V)`` exactly 0 or 1 at the end.
+      nonfinite_count: int, non-finite entries of the returned weights (0 for a sound run;
+        inputs are checked, so a positive count means the optimisation diverged).
+      dead_columns: int, columns with ``H_jj = 0`` (their weights are set to 0).
+      damping: the absolute damping ``p · mean(diag H)`` added to the diagonal.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> out = rtn(jnp.array([[0.3, -0.7, 0.9, 0.1]]), bits=2)
+      >>> int(out.info.nonfinite_count), out.info.column_losses.shape
+      (0, (0,))
+    """
+
+    layer_error: jax.Array
+    relative_error: jax.Array
+    column_losses: jax.Array
+    warmup_recon: jax.Array
+    warmup_reg: jax.Array
+    hard_fraction: jax.Array
+    nonfinite_count: jax.Array
+    dead_columns: int
+    damping: float
+
+
+class QuantizedWeight(NamedTuple):
+    """A quantized weight matrix: the dequantized weights, the integer codes and the grid.
+
+    ``weight[i, j] = scale[i, g] · (codes[i, j] − zero[i, g])`` with ``g = group_index[j]``.
+
+    Attributes:
+      weight: ``[r, d]`` dequantized ("fake-quantized") weights, original column order.
+      codes: ``[r, d]`` uint8 codes in ``[0, 2^bits − 1]``, original column order.
+      scale: ``[r, num_groups]`` scales (groups in processing order).
+      zero: ``[r, num_groups]`` integer zero points.
+      group_index: ``[d]`` int32 group of every original column.
+      permutation: ``[d]`` int32 processing order (position -> original column).
+      info: :class:`QuantInfo`.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> out = rtn(jnp.array([[0.3, -0.7, 0.9, 0.1]]), bits=2, group_size=2)
+      >>> out.scale.shape, out.group_index.tolist()
+      ((1, 2), [0, 0, 1, 1])
+      >>> s = out.scale[0, out.group_index]; z = out.zero[0, out.group_index]
+      >>> bool(jnp.allclose(out.weight[0], s * (out.codes[0] - z)))
+      True
+    """
+
+    weight: jax.Array
+    codes: jax.Array
+    scale: jax.Array
+    zero: jax.Array
+    group_index: jax.Array
+    permutation: jax.Array
+    info: QuantInfo
+
+
+def check_group_size(group_size: Any, d: int) -> int | None:
+    if group_size is None:
+        return None
+    group_size = check_int(group_size, "group_size", minimum=1)
+    if d % group_size:
+        raise ValueError(
+            f"group_size={group_size} must divide the width d={d} of w (its number of columns), "
+            "or be None for one group per row"
+        )
+    return group_size
+
+
+def check_params(params: Any, rows: int, num_groups: int, dtype) -> tuple | None:
+    """Fixed ``(scale, zero)`` of shape ``[r, num_groups]`` (``[r]`` accepted for one group)."""
+    if params is None:
+        return None
+    if not isinstance(params, tuple | list) or len(params) != 2:
+        raise TypeError(f"params must be None or a pair (scale, zero), got {type(params).__name__}")
+    out = []
+    for name, value in zip(("scale", "zero"), params, strict=True):
+        value = np.asarray(value, dtype=np.float64)
+        if value.ndim == 1 and num_groups == 1:
+            value = value[:, None]
+        if value.shape != (rows, num_groups):
+            raise ValueError(
+                f"params {name} must have shape ({rows}, {num_groups}) (rows, groups), "
+                f"got {value.shape}"
+            )
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"params {name} must be finite")
+        out.append(value.astype(dtype))
+    if np.any(out[0] <= 0):
+        raise ValueError("params scale must be > 0 everywhere")
+    if np.any(out[1] != np.round(out[1])):
+        raise ValueError("params zero must hold integers")
+    return tuple(out)
+
+
+def _info(w, weight, h, *, column_losses=None, extra=None, dead=0, damping=0.0) -> QuantInfo:
+    empty = jnp.zeros((0,), weight.dtype)
+    if h is None:
+        error = relative = jnp.asarray(jnp.nan, weight.dtype)
+    else:
+        hh = jnp.asarray(h, weight.dtype)
+        wj = jnp.asarray(w, weight.dtype)
+        delta = wj - weight
+        error = jnp.sum((delta @ hh) * delta)
+        relative = error / jnp.sum((wj @ hh) * wj)
+    extra = extra or {}
+    return QuantInfo(
+        layer_error=error,
+        relative_error=relative,
+        column_losses=empty if column_losses is None else column_losses,
+        warmup_recon=extra.get("warmup_recon", empty),
+        warmup_reg=extra.get("warmup_reg", empty),
+        hard_fraction=extra.get("hard_fraction", empty),
+        nonfinite_count=jnp.sum(~jnp.isfinite(weight), dtype=jnp.int32),
+        dead_columns=int(dead),
+        damping=float(damping),
+    )
+
+
+def assemble(codes_perm, scale, zero, perm, d: int, group: int, w, h, **info) -> QuantizedWeight:
+    """Un-permutes processing-order codes (padded) into a :class:`QuantizedWeight`."""
+    perm = np.asarray(perm)
+    codes_perm = jnp.asarray(codes_perm)[:, :d]
+    groups = scale.shape[1]
+    group_of_position = np.minimum(np.arange(d) // group, groups - 1)
+    group_index = np.empty(d, np.int32)
+    group_index[perm] = group_of_position
+    inverse = np.argsort(perm)
+    codes = codes_perm[:, inverse]
+    g = jnp.asarray(group_index)
+    weight = scale[:, g] * (codes - zero[:, g])
+    return QuantizedWeight(
+        weight=weight,
+        codes=codes.astype(jnp.uint8),
+        scale=scale,
+        zero=zero,
+        group_index=g,
+        permutation=jnp.asarray(perm, jnp.int32),
+        info=_info(w, weight, h, **info),
+    )
+
+
+def rtn(
+    w: ArrayLike,
+    h: ArrayLike | None = None,
+    *,
+    bits: int,
+    group_size: int | None = None,
+    symmetric: bool = False,
+    params: tuple[ArrayLike, ArrayLike] | None = None,
+) -> QuantizedWeight:
+    """Round-to-nearest: every weight on its row's (group's) min-max grid, independently.
+
+    Args:
+      w: ``[r, d]`` weights (rows = outputs, columns = inputs).
+      h: optional ``[d, d]`` Hessian, only to report ``tr(ΔHΔᵀ)`` in ``info``.
+      bits: ``b`` in ``[1, 8]``.
+      group_size: columns per group (must divide ``d``); ``None``: one group per row.
+      symmetric: the symmetric grid.
+      params: fixed ``(scale, zero)`` of shape ``[r, num_groups]`` instead of min-max.
+
+    Returns:
+      A :class:`QuantizedWeight`.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> w = jnp.array([[0.31, -0.72, 0.15, 0.98, -0.44, 0.57]])
+      >>> out = rtn(w, bits=2)                            # s = 1.7/3, z = 1
+      >>> out.codes.tolist(), np.round(np.asarray(out.weight, np.float64), 4).tolist()
+      ([[2, 0, 1, 3, 0, 2]], [[0.5667, -0.5667, 0.0, 1.1333, -0.5667, 0.5667]])
+
+    References:
+      Frantar et al., "GPTQ", ICLR 2023 (the RTN baseline).
+    """
+    bits = check_bits(bits)
+    symmetric = check_bool(symmetric, "symmetric")
+    w_host = check_weight(w)
+    r, d = w_host.shape
+    h_host = None if h is None else check_hessian(h, d)
+    group_size = check_group_size(group_size, d)
+    group = d if group_size is None else group_size
+    fixed = check_params(params, r, d // group, w_host.dtype)
+    qmax = float(2**bits - 1)
+    wj = jnp.asarray(w_host)
+    grouped = jnp.reshape(wj, (r, d // group, group))
+    if fixed is None:
+        scale, zero = _minmax(grouped, qmax, symmetric)
+    else:
+        scale, zero = (jnp.asarray(v) for v in fixed)
+    codes = jnp.clip(jnp.round(grouped / scale[..., None]) + zero[..., None], 0.0, qmax)
+    codes = jnp.reshape(codes, (r, d))
+    return assemble(codes, scale, zero, np.arange(d), d, group, w_host, h_host)
+
+
+def layout(d: int, block: int, group: int | None) -> tuple[int, int, int]:
+    """(block, group, padded width): blocks hold whole groups or groups whole blocks."""
+    block = min(block, d)
+    if group is not None:
+        if group <= block:
+            block -= block % group
+        else:
+            block = max(b for b in range(1, block + 1) if group % b == 0)
+    padded = -(-d // block) * block
+    return block, (padded if group is None else group), padded
+
+
+@functools.partial(jax.jit, static_argnames=("block", "group", "symmetric"))
+def _gptq_kernel(w, u, qmax, fixed_scale, fixed_zero, use_fixed, *, block, group, symmetric):
+    r, d = w.shape
+    num_groups = d // group
+
+    def group_params(wg, index):
+        scale, zero = _minmax(wg, qmax, symmetric)
+        scale = jnp.where(use_fixed, fixed_scale[:, index], scale)
+        zero = jnp.where(use_fixed, fixed_zero[:, index], zero)
+        return scale, zero
+
+    def block_body(b, carry):
+        w, codes, scales, zeros, losses, scale, zero = carry
+        start = b * block
+        if group >= block:  # a group starts at this block's first column, or continues
+            index = start // group
+            new_scale, new_zero = group_params(
+                jax.lax.dynamic_slice(w, (0, index * group), (r, group)), index
+            )
+            begins = start % group == 0
+            scale = jnp.where(begins, new_scale, scale)
+            zero = jnp.where(begins, new_zero, zero)
+            scales = jax.lax.dynamic_update_slice(scales, scale[:, None], (0, index))
+            zeros = jax.lax.dynamic_update_slice(zeros, zero[:, None], (0, index))
+        wb = jax.lax.dynamic_slice(w, (0, start), (r, block))
+        ub = jax.lax.dynamic_slice(u, (start, start), (block, block))
+
+        def column(j, c):
+            wb, cb, eb, scale, zero, scales, zeros = c
+            if group < block:  # groups lie inside the block
+                col = start + j
+                index = col // group
+                new_scale, new_zero = group_params(
+                    jax.lax.dynamic_slice(wb, (0, j - j % group), (r, group)), index
+                )
+                begins = col % group == 0
+                scale = jnp.where(begins, new_scale, scale)
+                zero = jnp.where(begins, new_zero, zero)
+                scales = jax.lax.dynamic_update_slice(scales, scale[:, None], (0, index))
+                zeros = jax.lax.dynamic_update_slice(zeros, zero[:, None], (0, index))
+            wj = wb[:, j]
+            code = jnp.clip(jnp.round(wj / scale) + zero, 0.0, qmax)
+            err = (wj - scale * (code - zero)) / ub[j, j]
+            wb = wb - err[:, None] * ub[j][None, :]  # ub[j, :j] = 0: only later columns move
+            return wb, cb.at[:, j].set(code), eb.at[:, j].set(err), scale, zero, scales, zeros
+
+        zeros_block = jnp.zeros((r, block), w.dtype)
+        init = (wb, zeros_block, zeros_block, scale, zero, scales, zeros)
+        _, cb, eb, scale, zero, scales, zeros = jax.lax.fori_loop(0, block, column, init)
+        # The lazy update of every later column by this block's errors.
+        w = w - eb @ jax.lax.dynamic_slice(u, (start, 0), (block, d))
+        codes = jax.lax.dynamic_update_slice(codes, cb, (0, start))
+        losses = jax.lax.dynamic_update_slice(losses, jnp.sum(eb * eb, axis=0), (start,))
+        return w, codes, scales, zeros, losses, scale, zero
+
+    init = (
+        w,
+        jnp.zeros_like(w),
+        jnp.ones((r, num_groups), w.dtype),
+        jnp.zeros((r, num_groups), w.dtype),
+        jnp.zeros((d,), w.dtype),
+        jnp.ones((r,), w.dtype),
+        jnp.zeros((r,), w.dtype),
+    )
+    _, codes, scales, zeros, losses, _, _ = jax.lax.fori_loop(0, d // block, block_body, init)
+    return codes, scales, zeros, losses
+
+
+def pad_problem(w, h, perm, padded: int):
+    """Permuted weights and Hessian, padded with zero columns and an identity Hessian block."""
+    r, d = w.shape
+    wp = np.zeros((r, padded), w.dtype)
+    wp[:, :d] = w[:, perm]
+    hp = np.eye(padded)
+    hp[:d, :d] = h[np.ix_(perm, perm)]
+    return wp, hp
+
+
+def pad_params(fixed, rows: int, num_groups: int, dtype):
+    """Fixed params padded to ``num_groups`` (pad groups hold zero columns: scale 1, zero 0)."""
+    if fixed is None:
+        return jnp.ones((rows, num_groups), dtype), jnp.zeros((rows, num_groups), dtype), False
+    scale, zero = fixed
+    extra = num_groups - scale.shape[1]
+    scale = np.concatenate([scale, np.ones((scale.shape[0], extra), dtype)], axis=1)
+    zero = np.concatenate([zero, np.zeros((zero.shape[0], extra), dtype)], axis=1)
+    return jnp.asarray(scale), jnp.asarray(zero), True
+
+
+def gptq(
+    w: ArrayLike,
+    h: ArrayLike,
+    *,
+    bits: int,
+    group_size: int | None = None,
+    block_size: int = 128,
+    order: str = "none",
+    damp: float = DAMP,
+    dead_value: float = DEAD_VALUE,
+    symmetric: bool = False,
+    params: tuple[ArrayLike, ArrayLike] | None = None,
+) -> QuantizedWeight:
+    """GPTQ: column-by-column rounding with optimal compensation of the later columns.
+
+    See the module docstring for the recursion. ``h`` is prepared first (dead columns, damping
+    ``damp · mean(diag H)``), then ``U = chol(H⁻¹)ᵀ`` in float64 on the host; a Hessian that is
+    not positive definite after damping raises a ``ValueError`` naming ``h``.
+
+    Args:
+      w: ``[r, d]`` weights (rows = outputs, columns = inputs).
+      h: ``[d, d]`` Hessian ``(2/n) XᵀX`` of the layer's calibration inputs.
+      bits: ``b`` in ``[1, 8]``.
+      group_size: columns per group (must divide ``d``); ``None``: one min-max grid per row,
+        computed from ``W`` before the loop (classic GPTQ).
+      block_size: lazy-update width (rounded to a multiple or divisor of ``group_size``; the
+        result does not depend on it in exact arithmetic).
+      order: ``"none"``, ``"act"`` (``diag H`` descending) or ``"spin"``
+        (:func:`spin_cluster_order` with clusters of ``block_size``).
+      damp: relative damping ``p >= 0``.
+      dead_value: the diagonal given to dead columns.
+      symmetric: the symmetric grid.
+      params: fixed ``(scale, zero)`` of shape ``[r, num_groups]`` (groups in processing
+        order) instead of min-max.
+
+    Returns:
+      A :class:`QuantizedWeight`; ``info.column_losses`` are the ``‖e_j‖²``.
+
+    Examples:
+      The note's check 2 (2 bits, min-max parameters of ``W``, natural order, no damping):
+
+      >>> import numpy as np
+      >>> a = np.array([1.0, 3, 2, 6, 4, 5]); i = np.arange(6)
+      >>> h = 0.5 ** np.abs(i[:, None] - i[None, :]) * np.sqrt(np.outer(a, a))
+      >>> w = np.array([[0.31, -0.72, 0.15, 0.98, -0.44, 0.57],
+      ...               [-0.26, 0.83, -0.91, 0.12, 0.64, -0.05]], np.float32)
+      >>> out = gptq(w, h, bits=2, damp=0.0)
+      >>> round(float(out.info.layer_error), 4), round(float(rtn(w, h, bits=2).info.layer_error), 4)
+      (0.5078, 0.9309)
+      >>> bool(np.isclose(out.info.column_losses.sum(), out.info.layer_error, rtol=1e-5))
+      True
+
+    References:
+      Frantar, Ashkboos, Hoefler, Alistarh, "GPTQ: Accurate Post-Training Quantization for
+      Generative Pre-trained Transformers", ICLR 2023 (arXiv 2210.17323), Algorithm 1.
+    """
+    bits = check_bits(bits)
+    symmetric = check_bool(symmetric, "symmetric")
+    order = check_order(order)
+    w_host = check_weight(w)
+    r, d = w_host.shape
+    h_host = check_hessian(h, d)
+    group_size = check_group_size(group_size, d)
+    block_size = check_int(block_size, "block_size", minimum=1)
+    damp = check_nonnegative(damp, "damp")
+    dead_value = check_positive(dead_value, "dead_value")
+    block, group, padded = layout(d, block_size, group_size)
+    num_groups = 1 if group_size is None else d // group
+    fixed = check_params(params, r, num_groups, w_host.dtype)
+    w_prep, h_prep, dead, damping = _prepare(w_host, h_host, damp, dead_value)
+    perm = _order(h_prep, order, block)
+    wp, hp = pad_problem(w_prep, h_prep, perm, padded)
+    u = _inverse_cholesky(hp, damp)
+    fixed_scale, fixed_zero, use_fixed = pad_params(fixed, r, padded // group, w_host.dtype)
+    codes, scale, zero, losses = _gptq_kernel(
+        jnp.asarray(wp),
+        jnp.asarray(u, w_host.dtype),
+        jnp.asarray(2**bits - 1, w_host.dtype),
+        fixed_scale,
+        fixed_zero,
+        jnp.asarray(use_fixed),
+        block=block,
+        group=group,
+        symmetric=symmetric,
+    )
+    return assemble(
+        codes,
+        scale[:, :num_groups],
+        zero[:, :num_groups],
+        perm,
+        d,
+        group,
+        w_host,
+        h_host,
+        column_losses=losses[:d],
+        dead=int(dead.sum()),
+        damping=damping,
+    )

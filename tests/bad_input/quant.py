@@ -1,0 +1,203 @@
+"""Bad-input probes for jaxlab.quant.
+
+Bit widths outside 1..8 (and floats, bools), group sizes that do not divide the width, Hessians
+that are not positive semidefinite after damping, not symmetric, non-finite or of the wrong
+shape, weights of the wrong rank or dtype, unknown orders and losses, bad keys and bad model
+drivers. Every probe fails on the host, before anything is compiled.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlab import quant
+from tests.bad_input import no_probes, probes, raises
+
+NAN = float("nan")
+W = np.ones((2, 4), np.float32)
+H = np.eye(4)
+NOT_PSD = np.diag([1.0, 1.0, -5.0, 1.0])
+ASYMMETRIC = np.triu(np.ones((4, 4)))
+SCALE, ZERO = np.ones(2, np.float32), np.zeros(2, np.float32)
+
+
+def _layer_probes(fn, **required):
+    call = lambda **kw: fn(kw.pop("w", W), kw.pop("h", H), **{**required, **kw})
+    return [
+        raises("bits", lambda: call(bits=0)),
+        raises("bits", lambda: call(bits=9)),
+        raises("bits", lambda: call(bits=3.0), TypeError),
+        raises("group_size", lambda: call(bits=3, group_size=3)),
+        raises("group_size", lambda: call(bits=3, group_size=0)),
+        raises("h", lambda: call(bits=3, h=NOT_PSD), ValueError, "not PSD after damping"),
+        raises("h", lambda: call(bits=3, h=ASYMMETRIC), ValueError, "not symmetric"),
+        raises("h", lambda: call(bits=3, h=np.eye(3)), ValueError, "shape mismatch"),
+        raises("h", lambda: call(bits=3, h=np.full((4, 4), NAN)), ValueError, "NaN"),
+        raises("w", lambda: call(bits=3, w=np.ones(4, np.float32)), ValueError, "1-D"),
+        raises("w", lambda: call(bits=3, w=np.ones((2, 4), np.int32)), TypeError),
+        raises("w", lambda: call(bits=3, w=np.full((2, 4), NAN, np.float32)), ValueError),
+        raises("damp", lambda: call(bits=3, damp=-0.1)),
+        raises("order", lambda: call(bits=3, order="random")),
+        raises("params", lambda: call(bits=3, params=(np.ones(3), np.zeros(3)))),
+        raises("params", lambda: call(bits=3, params=np.ones(2)), TypeError),
+    ]
+
+
+for _name, _reason in (
+    ("QuantInfo", "a diagnostics NamedTuple built by rtn/gptq/stla"),
+    ("QuantizedWeight", "a result NamedTuple built by rtn/gptq/stla"),
+    ("StageReport", "a report NamedTuple built by quantize_model"),
+    ("ModelQuantization", "a result NamedTuple built by quantize_model"),
+    ("LayerProblem", "a problem NamedTuple built by correlated_layer"),
+    ("ReferenceInstance", "an instance NamedTuple built by reference_instance"),
+):
+    no_probes(f"jaxlab.quant.{_name}", _reason)
+
+probes(
+    "jaxlab.quant.rtn",
+    raises("bits", lambda: quant.rtn(W, bits=0)),
+    raises("bits", lambda: quant.rtn(W, bits=True), TypeError),
+    raises("group_size", lambda: quant.rtn(W, bits=3, group_size=3)),
+    raises("h", lambda: quant.rtn(W, np.eye(3), bits=3)),
+    raises("w", lambda: quant.rtn("w", bits=3), TypeError),
+    raises("params", lambda: quant.rtn(W, bits=3, params=(-SCALE, ZERO))),
+)
+probes(
+    "jaxlab.quant.gptq",
+    *_layer_probes(quant.gptq),
+    raises("block_size", lambda: quant.gptq(W, H, bits=3, block_size=0)),
+)
+probes(
+    "jaxlab.quant.stla",
+    *_layer_probes(quant.stla, group_size=None),
+    raises("cluster_size", lambda: quant.stla(W, H, group_size=None, cluster_size=0)),
+    raises("group_size", lambda: quant.stla(W, H, group_size=4, cluster_size=3)),
+    raises("loss", lambda: quant.stla(W, H, group_size=None, loss="lookahead")),
+    raises("num_iters", lambda: quant.stla(W, H, group_size=None, num_iters=0)),
+    raises("learning_rate", lambda: quant.stla(W, H, group_size=None, learning_rate=NAN)),
+    raises("round_weight", lambda: quant.stla(W, H, group_size=None, round_weight=-1.0)),
+    raises(
+        "learn_rounding", lambda: quant.stla(W, H, group_size=None, learn_rounding=1), TypeError
+    ),
+)
+probes(
+    "jaxlab.quant.quantize",
+    raises("bits", lambda: quant.quantize(W, SCALE, ZERO, bits=9)),
+    raises("scale", lambda: quant.quantize(W, np.ones(3), ZERO, bits=3)),
+    raises(
+        "w", lambda: quant.quantize(jnp.ones((2, 4), jnp.int32), SCALE, ZERO, bits=3), TypeError
+    ),
+)
+probes(
+    "jaxlab.quant.quantize_uniform",
+    raises("bits", lambda: quant.quantize_uniform(W, SCALE, ZERO, bits=0)),
+    raises("zero", lambda: quant.quantize_uniform(W, SCALE, np.zeros((2, 2)), bits=3)),
+    raises("w", lambda: quant.quantize_uniform(3.0, SCALE, ZERO, bits=3)),
+)
+probes(
+    "jaxlab.quant.dequantize",
+    raises("codes", lambda: quant.dequantize(W, SCALE, ZERO), TypeError),
+    raises("scale", lambda: quant.dequantize(np.ones((2, 4), np.uint8), np.ones(3), ZERO)),
+)
+probes(
+    "jaxlab.quant.minmax_params",
+    raises("bits", lambda: quant.minmax_params(W, bits=-1)),
+    raises("symmetric", lambda: quant.minmax_params(W, bits=3, symmetric="yes"), TypeError),
+    raises("w", lambda: quant.minmax_params(None, bits=3), TypeError),
+)
+probes(
+    "jaxlab.quant.search_quant_params",
+    raises("bits", lambda: quant.search_quant_params(W, H, bits=10)),
+    raises("metric", lambda: quant.search_quant_params(W, np.eye(3), bits=3)),
+    raises("num_ratios", lambda: quant.search_quant_params(W, H, bits=3, num_ratios=0)),
+    raises("w", lambda: quant.search_quant_params(W[0], H, bits=3)),
+)
+probes(
+    "jaxlab.quant.hessian_from_inputs",
+    raises("x", lambda: quant.hessian_from_inputs(np.ones((3, 2), np.int32)), TypeError),
+    raises("x", lambda: quant.hessian_from_inputs(np.ones((0, 2), np.float32))),
+)
+probes(
+    "jaxlab.quant.prepare_hessian",
+    raises("damp", lambda: quant.prepare_hessian(W, H, damp=NAN)),
+    raises("dead_value", lambda: quant.prepare_hessian(W, H, dead_value=0.0)),
+    raises("h", lambda: quant.prepare_hessian(W, np.eye(5))),
+)
+probes(
+    "jaxlab.quant.inverse_hessian_cholesky",
+    raises("h", lambda: quant.inverse_hessian_cholesky(NOT_PSD)),
+    raises("h", lambda: quant.inverse_hessian_cholesky(np.ones((2, 3)))),
+)
+probes(
+    "jaxlab.quant.column_order",
+    raises("order", lambda: quant.column_order(H, "random")),
+    raises("cluster_size", lambda: quant.column_order(H, "spin", 0)),
+)
+probes(
+    "jaxlab.quant.spin_cluster_order",
+    raises("cluster_size", lambda: quant.spin_cluster_order(H, 0)),
+    raises("h", lambda: quant.spin_cluster_order(ASYMMETRIC, 2)),
+)
+probes(
+    "jaxlab.quant.schur_complement",
+    raises("stop", lambda: quant.schur_complement(H, 2, 2)),
+    raises("stop", lambda: quant.schur_complement(H, 0, 5)),
+    raises("start", lambda: quant.schur_complement(H, -1, 2)),
+)
+probes(
+    "jaxlab.quant.schur_complement_metric",
+    raises("u", lambda: quant.schur_complement_metric(np.ones((2, 3)), 0, 1)),
+    raises("stop", lambda: quant.schur_complement_metric(H, 0, 9)),
+)
+probes(
+    "jaxlab.quant.schur_complement_objective",
+    raises("error", lambda: quant.schur_complement_objective(np.ones((2, 3)), H, 0, 2)),
+    raises(
+        "start", lambda: quant.schur_complement_objective(np.ones((2, 2)), H, 1.0, 3), TypeError
+    ),
+)
+probes(
+    "jaxlab.quant.layer_output_error",
+    raises("q", lambda: quant.layer_output_error(W, np.ones((2, 3), np.float32), H)),
+    raises("h", lambda: quant.layer_output_error(W, W, np.eye(3))),
+)
+probes(
+    "jaxlab.quant.correlated_layer",
+    raises("rng_key", lambda: quant.correlated_layer(None), TypeError),
+    raises("rows", lambda: quant.correlated_layer(jax.random.key(0), rows=0)),
+    raises("noise", lambda: quant.correlated_layer(jax.random.key(0), noise=-1.0)),
+)
+probes(
+    "jaxlab.quant.reference_instance",
+    raises("check", lambda: quant.reference_instance(4)),
+    raises("check", lambda: quant.reference_instance("3"), TypeError),
+)
+probes(
+    "jaxlab.quant.quantize_model",
+    raises("model", lambda: quant.quantize_model(W, W, lambda n, w, h: None), TypeError),
+    raises("method", lambda: quant.quantize_model(_Tiny(), W, None), TypeError),
+    raises("loss_fn", lambda: quant.quantize_model(_Tiny(), W, quant.rtn, loss_fn=3), TypeError),
+    raises("calibration_inputs", lambda: quant.quantize_model(_Tiny(), "x", quant.rtn), TypeError),
+    raises(
+        "model",
+        lambda: quant.quantize_model(_Tiny(linear=False), W, quant.rtn),
+        ValueError,
+        "no linear layer",
+    ),
+)
+
+
+class _Tiny:
+    def __new__(cls, linear: bool = True):
+        from flax import nnx
+
+        class Plain(nnx.Module):
+            def __init__(self):
+                self.scale = nnx.Param(jnp.ones(4))
+
+            def __call__(self, x):
+                return x * self.scale[...][None, :]
+
+        return nnx.Linear(4, 3, rngs=nnx.Rngs(0)) if linear else Plain()

@@ -1,0 +1,101 @@
+"""Uniform quantizers: codes on the grid, the round trip, min-max and the note's grid search."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab.quant import (
+    dequantize,
+    minmax_params,
+    quantize,
+    quantize_uniform,
+    reference_instance,
+    rtn,
+    search_quant_params,
+)
+
+W = jax.random.normal(jax.random.key(0), (8, 16))
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("bits", [1, 2, 3, 4, 8])
+def test_codes_lie_on_the_grid_and_round_trip(bits, symmetric):
+    scale, zero = minmax_params(W, bits=bits, symmetric=symmetric)
+    codes = quantize(W, scale, zero, bits=bits)
+    assert codes.dtype == jnp.uint8
+    assert int(codes.min()) >= 0 and int(codes.max()) <= 2**bits - 1
+    assert np.all(np.asarray(zero) == np.round(np.asarray(zero)))  # integer zero points
+    values = dequantize(codes, scale, zero)
+    np.testing.assert_allclose(values, quantize_uniform(W, scale, zero, bits=bits), atol=1e-6)
+    # Dequantized values are grid points: quantizing them again changes nothing.
+    again = quantize(values, scale, zero, bits=bits)
+    np.testing.assert_array_equal(again, codes)
+    # Within the range the rounding error is at most half a step.
+    inside = (codes > 0) & (codes < 2**bits - 1)
+    err = np.abs(np.asarray(values - W))
+    assert np.all(
+        err[np.asarray(inside)]
+        <= 0.5 * np.asarray(scale)[:, None].repeat(16, 1)[np.asarray(inside)] + 1e-6
+    )
+    if symmetric:
+        assert np.all(np.asarray(zero) == 2 ** (bits - 1))
+
+
+def test_minmax_matches_the_note_and_handles_zero_rows():
+    inst = reference_instance(2)
+    scale, zero = minmax_params(jnp.asarray(inst.weight, jnp.float32), bits=2)
+    np.testing.assert_allclose(scale, [0.566667, 0.58], atol=1e-6)
+    np.testing.assert_array_equal(zero, [1.0, 2.0])
+    scale, zero = minmax_params(jnp.zeros((1, 4)), bits=2)  # range ±1
+    np.testing.assert_allclose(scale, [2 / 3])
+    assert float(quantize_uniform(jnp.zeros((1, 4)), scale, zero, bits=2).max()) == 0.0
+
+
+def test_round_is_half_to_even():
+    codes = quantize(jnp.array([[0.5, 1.5, 2.5]]), jnp.ones(1), jnp.zeros(1), bits=3)
+    assert codes.tolist() == [[0, 2, 2]]
+
+
+def _score(w, metric, scale, zero, bits):
+    q = np.asarray(quantize_uniform(w, scale, zero, bits=bits), np.float64)
+    e = q - np.asarray(w, np.float64)
+    return np.einsum("ij,jk,ik->i", e, metric, e)
+
+
+def test_grid_search_reproduces_the_note_check_5():
+    inst = reference_instance(1)
+    w = jnp.asarray(inst.weight, jnp.float32)
+    scale, zero = search_quant_params(w, inst.hessian, bits=2)
+    # Row 0: r = 0.93 of the min-max scale 1.7/3, z = 1; row 1: r = 1, s = 0.58, z = 1.
+    np.testing.assert_allclose(scale, [0.93 * 1.7 / 3, 0.58], rtol=1e-6)
+    np.testing.assert_array_equal(zero, [1.0, 1.0])
+    np.testing.assert_allclose(
+        _score(w, inst.hessian, scale, zero, 2), [0.231951, 0.234882], atol=2e-6
+    )
+
+
+def test_grid_search_is_never_worse_than_minmax():
+    x = jax.random.normal(jax.random.key(1), (64, 16))
+    metric = np.asarray(x.T @ x / 32, np.float64)
+    for bits in (2, 3, 4):
+        searched = _score(W, metric, *search_quant_params(W, metric, bits=bits), bits)
+        plain = _score(W, metric, *minmax_params(W, bits=bits), bits)
+        assert np.all(searched <= plain + 1e-5)
+        assert np.mean(searched) < np.mean(plain)  # it actually improves on average
+
+
+def test_rtn_groups_use_their_own_ranges():
+    out = rtn(W, bits=3, group_size=4)
+    assert out.scale.shape == (8, 4)
+    for g in range(4):
+        block = W[:, 4 * g : 4 * g + 4]
+        scale, zero = minmax_params(block, bits=3)
+        np.testing.assert_allclose(out.scale[:, g], scale, rtol=1e-6)
+        np.testing.assert_allclose(
+            out.weight[:, 4 * g : 4 * g + 4], quantize_uniform(block, scale, zero, bits=3)
+        )
+    values = out.scale[:, out.group_index] * (out.codes - out.zero[:, out.group_index])
+    np.testing.assert_allclose(out.weight, values, atol=1e-6)
