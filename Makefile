@@ -9,12 +9,12 @@ PYTEST_WORKERS ?= 2
 # worksteal: an idle worker takes queued tests from the busy one, so the long notebook and
 # smoke-experiment tests do not leave one core idle at the end of the run.
 
-.PHONY: reproduce test test-slow bench notebooks lint format clean
+.PHONY: reproduce test test-slow bench notebooks docs lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench,docs]'
 	touch $(STAMP)
 
 reproduce: $(STAMP)
@@ -31,6 +31,12 @@ test-slow: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
+# The API reference in docs/_build/html, warnings as errors. Executed notebooks (make notebooks)
+# are rendered as pages when present, never re-executed.
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	@echo "make docs: open docs/_build/html/index.html"
+
 notebooks: $(STAMP)
 	JAXLAB_NOTEBOOK_PROFILE=quick $(BIN)/python -m jaxlab._src.notebooks notebooks
 
@@ -43,4 +49,4 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix jaxlab tests benchmarks notebooks
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) results .pytest_cache docs/_build docs/api docs/notebooks docs/index.md

@@ -406,7 +406,7 @@ def process_local_to_global(tree: Any, mesh: Mesh, axis_name: str) -> Any:
       axis_name: the mesh axis the leading axis is split over.
 
     Returns:
-      The same pytree of global ``jax.Array``s.
+      The same pytree of global ``jax.Array`` leaves.
 
     Raises:
       ValueError: ``axis_name`` is not an axis of ``mesh``.
@@ -460,10 +460,10 @@ def global_to_process_local(tree: Any) -> Any:
     return picklable per-process results.
 
     Args:
-      tree: pytree of ``jax.Array``s (others are converted with ``np.asarray``).
+      tree: pytree of ``jax.Array`` leaves (others are converted with ``np.asarray``).
 
     Returns:
-      The same pytree of ``numpy.ndarray``s.
+      The same pytree of ``numpy.ndarray`` leaves.
 
     Raises:
       ValueError: a leaf is split along an axis other than its leading one.

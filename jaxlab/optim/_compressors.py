@@ -134,7 +134,7 @@ def _check_k_ratio(compressor: "Compressor") -> None:
 class Compressor(abc.ABC):
     """A (possibly random) compression operator with its contraction parameter and bit cost.
 
-    Subclasses implement :meth:`compress` on a flat vector, :meth:`alpha` and :meth:`bits`; the
+    Subclasses implement :meth:`compress` on a flat vector, :meth:`Compressor.alpha` and :meth:`Compressor.bits`; the
     base class applies the operator to pytrees: with ``scope="leaf"`` each leaf is flattened and
     compressed on its own (leaf ``i`` with the key ``jax.random.fold_in(rng_key, i)``), with
     ``scope="global"`` all leaves are concatenated into one vector, compressed once and split
@@ -275,7 +275,7 @@ class Compressor(abc.ABC):
         return [s for s in sizes if s > 0]
 
     def tree_bits(self, tree: Any) -> int:
-        """Bits of one compressed message of ``tree`` (the sum of :meth:`bits` over messages).
+        """Bits of one compressed message of ``tree`` (the sum of :meth:`Compressor.bits` over messages).
 
         Examples:
           >>> import jax.numpy as jnp
@@ -738,7 +738,7 @@ def rand_k(
     With ``unbiased=True`` the kept entries are first scaled by ``d/k`` (the unbiased operator,
     ``E = v``, variance ``omega = d/k - 1``, available as ``unbiased_compress``) and then
     rescaled by ``1/(1 + omega) = k/d``, which makes it contractive again; the two scalings cancel,
-    so the result equals unscaled rand-k up to rounding (what changes is :meth:`omega`). The same
+    so the result equals unscaled rand-k up to rounding (what changes is :meth:`Compressor.omega`). The same
     key selects the same coordinates for ``v`` and ``-v``, so ``C(-v) = -C(v)``. A message costs
     ``k (32 + ceil(log2 d))`` bits.
 
@@ -775,7 +775,7 @@ def scaled_sign(*, scope: str = "leaf") -> Compressor:
     """Scaled sign: ``C(v) = (||v||_1 / d) sign(v)``.
 
     Deterministic; ``||C(v) - v||^2 = ||v||^2 - ||v||_1^2 / d`` when no entry is zero (smaller
-    otherwise), so ``alpha = ||v||_1^2 / (d ||v||^2) >= 1/d``, and :meth:`alpha` reports the
+    otherwise), so ``alpha = ||v||_1^2 / (d ||v||^2) >= 1/d``, and :meth:`Compressor.alpha` reports the
     guaranteed ``1/d``. Odd since ``sign`` is. A message costs ``d + 32`` bits (signs and the
     scale). The ``l1`` norm accumulates in float32 for bf16/f16 inputs.
 
@@ -928,13 +928,13 @@ def threshold_top_k(
     ``tau`` estimates the ``1 - q`` quantile of ``|v|``, ``q = oversample k / d``: it is the
     ``ceil(q s)``-th largest ``|v_j|`` over ``s = sample_size`` coordinates drawn with
     replacement from the key (for ``d <= s``, the exact ``ceil(oversample k)``-th largest), found
-    by a radix search over the bits of the sampled magnitudes (no sort). Then
+    by a radix search over the bits of the sampled magnitudes (no sort). Then::
 
         m = #{j : |v_j| >= tau},     C(v) = v * 1[|v| >= tau],
 
     one counting pass and one elementwise select, in time linear in ``d``. The kept set is a
     top-set of ``|v|`` (everything at or above ``tau``, ties included), so when ``m >= k`` its
-    mass is at least the top-``k`` mass, itself at least ``(k/d) ||v||^2``:
+    mass is at least the top-``k`` mass, itself at least ``(k/d) ||v||^2``::
 
         ||C(v) - v||^2 <= (1 - k/d) ||v||^2     for every v and every key,
 
@@ -955,7 +955,7 @@ def threshold_top_k(
     ``C(-v) = -C(v)``. Messages have a data-dependent number ``m`` of entries (about
     ``oversample k`` for a continuous ``|v|``, 5% to 95% range ``[1.3k, 1.7k]`` with the
     defaults at ``k/d = 1%``; ``k`` or a few more after a fallback; up to ``d`` when many
-    ``|v_j|`` tie at ``tau``, e.g. all equal); :meth:`bits` is a static int and reports the
+    ``|v_j|`` tie at ``tau``, e.g. all equal); :meth:`Compressor.bits` is a static int and reports the
     nominal ``ceil(oversample k) (32 + ceil(log2 d))``, which error feedback's bit counters
     use: an approximation of the bits sent, not a bound.
 

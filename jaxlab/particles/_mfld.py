@@ -14,7 +14,7 @@ Both have the stationary law ``μ ∝ exp(-δF/δμ(μ, ·)/λ)``; MMFLD's is su
 The API follows blackjax, one namespace per algorithm: the top-level factories :class:`mmfld` /
 :class:`mfld` return a :class:`SamplingAlgorithm` ``(init, step)`` (jaxlab/_src/sampling.py,
 shared by every sampler), and carry their own lower-level pieces as ``mmfld.init`` /
-``mmfld.build_kernel`` (:func:`init`, :func:`build_kernel`) and ``mfld.init`` /
+``mmfld.build_kernel`` (``mmfld.init``, ``mmfld.build_kernel``) and ``mfld.init`` /
 ``mfld.build_kernel``, so the next particle method's ``init`` does not collide with these. The
 functional enters only through the particle averages ``s = (1/N) Σ_i ψ(X^i)`` it depends on and
 its first-variation gradient ``∇_x δF/δμ(μ̂, x) = g(x, s)`` (a :class:`MeanFieldFunctional`), so
@@ -548,7 +548,7 @@ def build_kernel(
 class mmfld:  # lowercase: a factory, as blackjax.mala
     """Mirror mean-field Langevin dynamics: ``(init, step)`` minimising ``F(μ) + λ Ent(μ)`` on 𝒳.
 
-    ``step`` is the kernel of :func:`build_kernel` (``scheme="primal"``: the Itô form
+    ``step`` is the kernel of ``mmfld.build_kernel`` (``scheme="primal"``: the Itô form
     ``X ← clip(X + η[-G⁻¹∇δF/δμ + λ∇·G⁻¹] + √(2λη) G^{-1/2} ξ)``) with the functional and
     hyperparameters bound; ``init`` checks every particle is strictly inside the domain. The
     particles' stationary law approaches ``μ* ∝ exp(-δF/δμ(μ*, ·)/λ)`` on ``𝒳``, and
@@ -565,18 +565,18 @@ class mmfld:  # lowercase: a factory, as blackjax.mala
       entropy_weight: ``λ > 0`` (the temperature).
       scheme: ``"primal"`` (default), ``"dual"`` (the paper's) or ``"projected"`` (baseline).
       axis_name: the mesh axis the particles are sharded over, ``None`` on one device.
-      boundary_margin: see :func:`build_kernel`.
-      dual_margin: see :func:`build_kernel`.
-      entropy_queries: see :func:`build_kernel` (``0``: ``Info.entropy`` is ``nan``).
+      boundary_margin: see ``mmfld.build_kernel``.
+      dual_margin: see ``mmfld.build_kernel``.
+      entropy_queries: see ``mmfld.build_kernel`` (``0``: ``Info.entropy`` is ``nan``).
 
     Returns:
       A :class:`SamplingAlgorithm` ``(init, step)``. As in blackjax, the pieces are reachable
-      per algorithm: ``mmfld.init(positions, mirror_map)`` (:func:`init`) and
-      ``mmfld.build_kernel(mirror_map, scheme, ...)`` (:func:`build_kernel`).
+      per algorithm: ``mmfld.init(positions, mirror_map)`` (``mmfld.init``) and
+      ``mmfld.build_kernel(mirror_map, scheme, ...)`` (``mmfld.build_kernel``).
 
     Raises:
       ValueError: ``step_size`` or ``entropy_weight`` is not a finite positive number, or a
-        :func:`build_kernel` argument is out of range.
+        ``mmfld.build_kernel`` argument is out of range.
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -653,14 +653,14 @@ class mmfld:  # lowercase: a factory, as blackjax.mala
 
 
 def _euclidean_init(positions: jax.typing.ArrayLike) -> MFLDState:
-    """:func:`init` on ``ℝ^d`` (no domain to check)."""
+    """``mmfld.init`` on ``ℝ^d`` (no domain to check)."""
     return init(positions)
 
 
 def _euclidean_build_kernel(
     *, entropy_queries: int = 0
 ) -> Callable[..., tuple[MFLDState, MFLDInfo]]:
-    """:func:`build_kernel` with the Euclidean mirror map: MFLD's Euler–Maruyama step."""
+    """``mmfld.build_kernel`` with the Euclidean mirror map: MFLD's Euler–Maruyama step."""
     return build_kernel(euclidean_mirror_map(), "primal", entropy_queries=entropy_queries)
 
 
@@ -675,11 +675,11 @@ class mfld:  # lowercase: a factory, as blackjax.mala
       step_size: ``η > 0``.
       entropy_weight: ``λ > 0``.
       axis_name: the mesh axis the particles are sharded over, ``None`` on one device.
-      entropy_queries: see :func:`build_kernel`.
+      entropy_queries: see ``mmfld.build_kernel``.
 
     Returns:
       A :class:`SamplingAlgorithm` ``(init, step)``; per algorithm, ``mfld.init(positions)`` and
-      ``mfld.build_kernel(entropy_queries=0)`` are :func:`init` and :func:`build_kernel` on
+      ``mfld.build_kernel(entropy_queries=0)`` are ``mmfld.init`` and ``mmfld.build_kernel`` on
       ``ℝ^d``.
 
     Examples:

@@ -305,7 +305,7 @@ def slsqp_multistart(instance: QCQPInstance, num_starts: int, seed: int) -> dict
     """Best feasible SLSQP solution of a QCQP from ``num_starts`` uniform starts in the box.
 
     scipy's SLSQP in float64 on the host (analytic gradients and constraint Jacobians; the box
-    |x_i| <= 5 as bounds; 200 iterations, ftol 1e-10); a run counts when its violation is at
+    ``|x_i| <= 5`` as bounds; 200 iterations, ftol 1e-10); a run counts when its violation is at
     most 1e-6.
 
     Args:

@@ -186,7 +186,7 @@ class HomPGDState(NamedTuple):
       iter_num: number of updates done (int32).
       stepsize: the adaptive step η_k used by the next update.
       value: f(Φ(z_k)).
-      error: the stopping quantity (gradient-mapping norm, or |Δf| for the code's rule).
+      error: the stopping quantity (gradient-mapping norm, or ``|Δf|`` for the code's rule).
       violation: max(0, max_j g_j(Φ(z_k))) with the solver's ``constraint_fn`` (0 without one):
         the learning error of Φ seen at the iterate.
       latent_grad: ∇_z f(Φ(z_k)), carried so that each update costs exactly one VJP.

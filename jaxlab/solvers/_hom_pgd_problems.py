@@ -173,7 +173,7 @@ def star_projection(y: jax.Array, num_angles: int = 2048, newton_steps: int = 4)
 def star_hom_pgd(maxiter: int = 2000, **options) -> HomPGD:
     """Hom-PGD with the public code's star-toy settings through the exact map (no ``*args``).
 
-    η₀ = 0.005, ×0.999 when f increases (floor 1e-6), stop when |Δf| <= 1e-5 while feasible;
+    η₀ = 0.005, ×0.999 when f increases (floor 1e-6), stop when ``|Δf| <= 1e-5`` while feasible;
     the violation is measured with :func:`star_constraint`. ``jit=False`` and
     ``implicit_diff=False``: jit or vmap ``run`` yourself. ``options`` override any field.
 
@@ -205,11 +205,14 @@ def star_hom_pgd(maxiter: int = 2000, **options) -> HomPGD:
 
 
 class QCQPInstance(NamedTuple):
-    """min ½xᵀQx + pᵀx s.t. ½xᵀQ_jx + p_jᵀx <= b_j (j = 1..m), |x_i| <= 5, ||x||² <= 25.
+    """min ½xᵀQx + pᵀx s.t. ½xᵀQ_jx + p_jᵀx <= b_j (j = 1..m), ``|x_i| <= 5``, ``||x||² <= 25``.
 
     Attributes:
-      quad: Q (n, n). linear: p (n,). constraint_quad: Q_j (m, n, n). constraint_linear: p_j
-      (m, n). constraint_bound: b_j (m,).
+      quad: ``Q``, shape ``(n, n)``.
+      linear: ``p``, shape ``(n,)``.
+      constraint_quad: ``Q_j``, shape ``(m, n, n)``.
+      constraint_linear: ``p_j``, shape ``(m, n)``.
+      constraint_bound: ``b_j``, shape ``(m,)``.
 
     Examples:
       >>> QCQPInstance._fields[:2]
@@ -381,7 +384,9 @@ def _numpy_problem(instance: QCQPInstance):
 
 
 def qcqp_condition_sampler(n: int, m: int):
-    """``sample_conditions(rng_key, batch) -> (batch, m, n² + n + 1)`` of fresh QCQP instances.
+    """A sampler of fresh QCQP conditions: ``sample_conditions(rng_key, batch)``.
+
+    It returns an array of shape ``(batch, m, n² + n + 1)``, one row per fresh instance.
 
     What ``jaxlab.nn.train_homeomorphism`` draws each step to train one conditional network
     for the whole family (``sample_qcqp`` then ``qcqp_condition``, vmapped).
@@ -444,7 +449,7 @@ def qcqp_hom_pgd(model, *, maxiter: int | None = None) -> HomPGD:
 
     Bisection repair toward the last feasible iterate (20 halvings for n <= 2, 10 above), the
     ball latent domain for n <= 2 and the cube above, η₀ = 0.1 with the adaptive step and the
-    |Δf| <= 1e-5 stopping rule, ``maxiter`` 500 for n = 2 and 10 n above by default. The
+    ``|Δf| <= 1e-5`` stopping rule, ``maxiter`` 500 for n = 2 and 10 n above by default. The
     network's weights are an argument, so networks of one architecture share a compiled solve:
     call ``run(z0, weights, instance)`` with ``weights = nnx.split(model, nnx.Param, ...)[1:]``.
 

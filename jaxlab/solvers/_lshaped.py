@@ -61,8 +61,9 @@ class LShapedState(NamedTuple):
       upper_bound: ``c·x + ρ(x)`` at the last evaluated ``x`` (an upper bound on the optimum).
       eta: the master's estimate of ``ρ`` at ``params`` (multi cut: its CVaR of ``θ``).
       status: a :class:`jaxlab.solvers.SolverStatus` code.
-      cut_slopes, cut_intercepts: the optimality cuts, ``(k, n1)`` and ``(k,)`` for single cuts,
-        ``(k, N, n1)`` and ``(k, N)`` for multi cuts.
+      cut_slopes: the optimality cuts' slopes, ``(k, n1)`` for single cuts, ``(k, N, n1)`` for
+        multi cuts.
+      cut_intercepts: their intercepts, ``(k,)`` or ``(k, N)``.
       num_nonfinite: recourse evaluations that returned NaN or infinity (the solve stops with
         ``NONFINITE`` at the first).
       eta_lower_bound: the lower bound on each recourse value that bounds the master.

@@ -337,7 +337,9 @@ class PushPull(_AgentSolver):
     With ``tracking=False`` it is decentralised gradient descent ``x^{k+1} = A_k x^k - α∇φ(x^k)``
     (biased on an unbalanced digraph and with a constant step; the baseline).
 
-    Args (keyword-only):
+    Every argument is keyword-only.
+
+    Args:
       grad_fn: ``grad_fn(x_i, *args_i) -> ∇φ_i(x_i)``, one agent's gradient (same pytree as
         ``x_i``); ``args_i`` is that agent's slice of ``run``'s ``args``.
       graph_fn: ``graph_fn(rng_key, step) -> (n, n)`` boolean adjacency with self-loops.
@@ -539,7 +541,9 @@ class FAB(_AgentSolver):
     bias). With ``tracking=False`` every block takes ``v <- A_r v - η_v d^v`` (decentralised
     gradient, the baseline without trackers).
 
-    Args (keyword-only):
+    Every argument is keyword-only.
+
+    Args:
       upper_grad_fn: ``(x_i, y_i, *args_i) -> (∇_x f_i, ∇_y f_i)``.
       lower_grad_fn: ``(x_i, y_i, *args_i) -> (∇_x g_i, ∇_y g_i)``.
       graph_fn, weights_fn, tracking, axis_name, mixing, shifts, connectivity_window: as in

@@ -683,7 +683,9 @@ class StochasticGradientDescentAscent(_StochasticVISolver):
     on bilinear games even without noise (the step matrix has spectral radius
     ``sqrt(1 + γ²s²) > 1``), which is why the extragradient family exists.
 
-    Args (keyword-only):
+    Every argument is keyword-only.
+
+    Args:
       operator_fn: ``(z, rng_key, batch_size, *args) -> F̂``.
       stepsize: ``γ > 0``.
       projection: ``Π_Z`` (``None``: unconstrained).
@@ -756,7 +758,9 @@ class StochasticExtragradient(_StochasticVISolver):
     ``ρ < γ(1 - α)``. Growing batches (``polynomial_batch_schedule``) make the residual decrease
     even when the variance grows like ``||z||²`` on an unbounded domain.
 
-    Args (keyword-only):
+    Every argument is keyword-only.
+
+    Args:
       operator_fn: ``(z, rng_key, batch_size, *args) -> F̂``.
       stepsize: ``γ > 0``.
       projection: ``Π_Z`` (``None``: unconstrained), e.g. from ``optax.projections``.
@@ -851,7 +855,9 @@ class HalpernExtragradient(_StochasticVISolver):
       (``4 |S|`` calls per step), restarted from fresh batches of ``b_k`` every
       ``restart_every`` steps (``2 b_k`` calls).
 
-    Args (keyword-only):
+    Every argument is keyword-only.
+
+    Args:
       operator_fn: ``(z, rng_key, batch_size, *args) -> F̂``; the same key and batch size must
         give the same samples at any ``z`` (the recursive estimator relies on it).
       stepsize: ``γ > 0``.
@@ -862,8 +868,10 @@ class HalpernExtragradient(_StochasticVISolver):
       restart_every: recursive estimator's restart period ``q >= 1``.
       recursive_batch_size: ``|S| >= 1`` of the recursive increments.
       variant: ``"fbf"`` (default) or ``"eg"``, the map ``T``.
-      exact_operator_fn, residual_stepsize, maxiter, tol, implicit_diff, implicit_diff_solve,
-        unroll, jit: as in :class:`StochasticExtragradient`.
+
+    The other arguments (``exact_operator_fn``, ``residual_stepsize``, ``maxiter``, ``tol``,
+    ``implicit_diff``, ``implicit_diff_solve``, ``unroll``, ``jit``) are as in
+    :class:`StochasticExtragradient`.
 
     Returns:
       ``run(init_params, *args, rng_key=key) -> OptStep(params, HalpernState)``.

@@ -94,7 +94,8 @@ class ProductMixConfig:
       profit: per-product profit (``c = -profit``), length ``I``.
       hours: ``t``, ``J`` rows of ``I`` hours.
       regular_probability: ``p``, the probability of the regular regime.
-      regular, worst: the two :class:`Regime` s.
+      regular: the regular :class:`Regime` (probability ``regular_probability``).
+      worst: the rare worst :class:`Regime`.
       x_upper: the first-stage box ``0 <= x <= x_upper``.
 
     Examples:
