@@ -41,8 +41,8 @@ notebooks: $(STAMP)
 	JAXLAB_NOTEBOOK_PROFILE=quick $(BIN)/python -m jaxlab._src.notebooks notebooks
 
 lint: $(STAMP)
-	$(BIN)/ruff check jaxlab tests benchmarks notebooks
-	$(BIN)/ruff format --check jaxlab tests benchmarks notebooks
+	$(BIN)/ruff check jaxlab tests benchmarks notebooks docs/conf.py
+	$(BIN)/ruff format --check jaxlab tests benchmarks notebooks docs/conf.py
 
 format: $(STAMP)
 	$(BIN)/ruff format jaxlab tests benchmarks notebooks
