@@ -39,12 +39,12 @@ from matplotlib.figure import Figure
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab.solvers import LShaped, SolverStatus
 from jaxlab.stochprog import (
-    ProductMixScenarios,
     apub_exact,
     bootstrap_multiplicities,
     product_mix_config,
     product_mix_model,
     product_mix_recourse,
+    product_mix_reference_scenarios,
     sample_product_mix,
     solve_extensive_form,
 )
@@ -118,13 +118,7 @@ def _method_names(config) -> list[str]:
 def _reference_checks() -> dict:
     """The note's checks 1 and 4, recomputed (the closed-form recourse under x64)."""
     config = product_mix_config()
-    tiny = ProductMixScenarios(
-        np.array([5500.0, 6000.0, 5800.0, 550.0]),
-        np.array([[7.0, 7.0], [6.0, 8.0], [7.0, 6.0], [15.0, 15.0]]),
-        np.array([[0.9, 0.9], [1.0, 0.8], [0.8, 1.0], [0.6, 0.6]]),
-        np.array([1, 1, 1, 0]),
-    )
-    model = product_mix_model(tiny, config)
+    model = product_mix_model(product_mix_reference_scenarios(), config)
     v = np.array([np.bincount(s, minlength=4) for s in itertools.product(range(4), repeat=4)])
     saa = solve_extensive_form(model).value
     hedged = solve_extensive_form(model, alpha=VERDICT_ALPHA, multiplicities=v).value

@@ -31,6 +31,7 @@ from jaxlab.stochprog._problems import (
     product_mix_config,
     product_mix_model,
     product_mix_recourse,
+    product_mix_reference_scenarios,
     sample_product_mix,
 )
 from jaxlab.stochprog._twostage import (
@@ -61,6 +62,7 @@ __all__ = [
     "product_mix_config",
     "product_mix_model",
     "product_mix_recourse",
+    "product_mix_reference_scenarios",
     "recourse_lp",
     "sample_product_mix",
     "solve_extensive_form",

@@ -40,6 +40,7 @@ __all__ = [
     "product_mix_config",
     "product_mix_model",
     "product_mix_recourse",
+    "product_mix_reference_scenarios",
     "sample_product_mix",
 ]
 
@@ -282,6 +283,27 @@ def _check_scenarios(scenarios: Any, num_stations: int | None = None) -> None:
     ):
         if tuple(np.shape(value)) != shape:
             raise ValueError(f"{name} must have shape (n, J) = {shape}, got {np.shape(value)}")
+
+
+def product_mix_reference_scenarios() -> ProductMixScenarios:
+    """The note's four hand-checked scenarios of the 4 x 2 instance (its reference checks 3-4).
+
+    ``(h, q, w)`` = ``(5500, (7, 7), (0.9, 0.9))``, ``(6000, (6, 8), (1.0, 0.8))``,
+    ``(5800, (7, 6), (0.8, 1.0))`` and the worst-regime ``(550, (15, 15), (0.6, 0.6))``. At
+    ``x = (100, 200, 300, 400)`` their recourse costs are 26444.444, 17400, 19700 and 208750; over
+    all 256 bootstrap index sequences, SAA's optimum is -5729.1667 at ``x = (0, 0, 0, 916.667)``
+    and APUB's, for every ``α <= 0.9375``, -3666.6667 at ``x = (0, 0, 0, 550/6)``. NumPy float64.
+
+    Examples:
+      >>> product_mix_reference_scenarios().hours.tolist()
+      [5500.0, 6000.0, 5800.0, 550.0]
+    """
+    return ProductMixScenarios(
+        hours=np.array([5500.0, 6000.0, 5800.0, 550.0]),
+        cost=np.array([[7.0, 7.0], [6.0, 8.0], [7.0, 6.0], [15.0, 15.0]]),
+        efficiency=np.array([[0.9, 0.9], [1.0, 0.8], [0.8, 1.0], [0.6, 0.6]]),
+        regime=np.array([1, 1, 1, 0]),
+    )
 
 
 def product_mix_recourse(x: Any, scenarios: ProductMixScenarios, hours: Any):

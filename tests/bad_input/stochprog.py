@@ -24,6 +24,7 @@ def _scenarios(n=3):
     return SP.sample_product_mix(_key(), n, SP.product_mix_config())
 
 
+no_probes(_P + "product_mix_reference_scenarios", "takes no arguments")
 for _name, _reason in {
     "ExtensiveForm": "a data container returned by extensive_form",
     "TwoStageSolution": "a result dataclass returned by solve_extensive_form",

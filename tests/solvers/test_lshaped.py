@@ -11,12 +11,12 @@ import pytest
 
 from jaxlab.solvers import LShaped, SolverStatus
 from jaxlab.stochprog import (
-    ProductMixScenarios,
     TwoStageLP,
     bootstrap_multiplicities,
     product_mix_config,
     product_mix_model,
     product_mix_recourse,
+    product_mix_reference_scenarios,
     sample_product_mix,
     solve_extensive_form,
 )
@@ -65,13 +65,7 @@ def test_saa_by_cuts_equals_the_saa_extensive_form(instance):
 
 
 def test_tiny_bootstrap_instance_of_the_note():
-    scenarios = ProductMixScenarios(
-        np.array([5500.0, 6000.0, 5800.0, 550.0]),
-        np.array([[7.0, 7.0], [6.0, 8.0], [7.0, 6.0], [15.0, 15.0]]),
-        np.array([[0.9, 0.9], [1.0, 0.8], [0.8, 1.0], [0.6, 0.6]]),
-        np.array([1, 1, 1, 0]),
-    )
-    model = product_mix_model(scenarios, CONFIG)
+    model = product_mix_model(product_mix_reference_scenarios(), CONFIG)
     v = np.array([np.bincount(s, minlength=4) for s in itertools.product(range(4), repeat=4)])
     for alpha, value in ((1.0, -5729.1667), (0.5, -3666.6667)):
         for cuts in ("single", "multi"):

@@ -13,12 +13,12 @@ import pytest
 from scipy.optimize import linprog
 
 from jaxlab.stochprog import (
-    ProductMixScenarios,
     TwoStageLP,
     bootstrap_multiplicities,
     product_mix_config,
     product_mix_model,
     product_mix_recourse,
+    product_mix_reference_scenarios,
     recourse_lp,
     sample_product_mix,
     solve_extensive_form,
@@ -28,12 +28,7 @@ CONFIG = product_mix_config()
 HOURS = np.asarray(CONFIG.hours)
 X0 = np.array([100.0, 200.0, 300.0, 400.0])
 # The note's reference check 3: four scenarios (h, q, w), Q at X0 and the station duals π.
-CHECK = ProductMixScenarios(
-    hours=np.array([5500.0, 6000.0, 5800.0, 550.0]),
-    cost=np.array([[7.0, 7.0], [6.0, 8.0], [7.0, 6.0], [15.0, 15.0]]),
-    efficiency=np.array([[0.9, 0.9], [1.0, 0.8], [0.8, 1.0], [0.6, 0.6]]),
-    regime=np.array([1, 1, 1, 0]),
-)
+CHECK = product_mix_reference_scenarios()
 CHECK_Q = [26444.444444444, 17400.0, 19700.0, 208750.0]
 CHECK_PI = [[7.777777778, 7.777777778], [6.0, 6.0], [8.75, 6.0], [25.0, 25.0]]
 
