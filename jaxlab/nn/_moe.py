@@ -60,6 +60,9 @@ __all__ = [
 GATES = ("softmax_topk", "topk_softmax")
 
 
+_DISPATCHES = ("dense", "sparse")
+
+
 def _check_top_k(top_k: Any, num_experts: int) -> int:
     # A static int: it fixes the shapes of the selection.
     return check_int(top_k, "top_k", minimum=1, maximum=num_experts)
@@ -286,6 +289,20 @@ class TopKRouter(nnx.Module):
         return RouterOutput(gates, router_probs, dispatch_mask, expert_index, logits)
 
 
+def _assignment_slots(expert_index: jax.Array, num_experts: int):
+    """Each top-K assignment's 0-based slot in its expert, in GShard's priority order.
+
+    Assignments are ordered choice-major (every first choice, then every second choice, ...),
+    tokens in order within a choice. Returns ``(experts, slots)``, both ``[K·N]`` int32 in that
+    order. The one capacity rule that :func:`capacity_keep_mask` and the sparse dispatch share.
+    """
+    num_tokens, top_k = expert_index.shape
+    experts = jnp.reshape(expert_index.T, (top_k * num_tokens,)).astype(jnp.int32)
+    one_hot = jax.nn.one_hot(experts, num_experts, dtype=jnp.int32)  # [K·N, M]
+    slots = jnp.sum(jnp.cumsum(one_hot, axis=0) * one_hot, axis=1) - 1
+    return experts, slots
+
+
 def capacity_keep_mask(expert_index: jax.Array, num_experts: int, capacity: int) -> jax.Array:
     """``[N, M]`` bool: which of the top-K assignments fit in the experts' buffers.
 
@@ -323,11 +340,11 @@ def capacity_keep_mask(expert_index: jax.Array, num_experts: int, capacity: int)
     if not isinstance(capacity, jax.core.Tracer):
         capacity = check_int(capacity, "capacity", minimum=0)
     num_tokens, top_k = expert_index.shape
-    one_hot = jax.nn.one_hot(expert_index.T, num_experts, dtype=jnp.int32)  # [K, N, M]
-    flat = jnp.reshape(one_hot, (top_k * num_tokens, num_experts))
-    position = jnp.cumsum(flat, axis=0)  # 1-based slot of each assignment in its expert
-    keep = (flat > 0) & (position <= capacity)
-    return jnp.any(jnp.reshape(keep, (top_k, num_tokens, num_experts)), axis=0)
+    experts, slots = _assignment_slots(expert_index, num_experts)
+    # An out-of-range (traced) index has an all-zero one-hot row: slot -1, never kept.
+    kept = (slots >= 0) & (slots < capacity)
+    one_hot = jax.nn.one_hot(experts, num_experts, dtype=jnp.bool_) & kept[:, None]
+    return jnp.any(jnp.reshape(one_hot, (top_k, num_tokens, num_experts)), axis=0)
 
 
 class MixtureOfExperts(nnx.Module):
@@ -345,9 +362,14 @@ class MixtureOfExperts(nnx.Module):
     **Balance loss.** ``stats.load_balancing_loss = M Σ_e f_e P_e`` (see
     :func:`load_balancing_loss`) is returned unweighted; add ``α ·`` it (α = 1e-2) to the loss.
 
-    **Cost.** Experts are evaluated densely and masked (static shapes, one ``einsum`` over the
-    stacked expert axis), so wall time does not fall with K on CPU; the cost of sparse
-    execution is :meth:`flops_per_token`: router ``2dM`` plus ``4dh`` per active expert.
+    **Dispatch.** ``dispatch="dense"`` (default) evaluates every expert on every token and masks
+    (static shapes, one matmul over the stacked experts), so wall time does not fall with K.
+    ``dispatch="sparse"`` sorts the kept assignments into per-expert buffers of ``C`` slots
+    (gather), runs one batched matmul per layer over ``[M, C, ·]`` and scatter-adds the gated
+    outputs back: ``M·C ≈ c·K·N`` rows instead of ``M·N``, the FLOPs of
+    :meth:`flops_per_token` (router ``2dM`` plus ``4dh`` per active expert) up to the capacity
+    slack. It needs ``capacity_factor`` (``C`` sets the buffers' shape) and returns the same
+    outputs and statistics as ``"dense"`` with the same capacity.
 
     Weights: router ``N(0, router_init_std²)``; ``W₁ᵉ ~ N(0, 1/d)``, ``W₂ᵉ ~ N(0, 1/h)``
     (``1/fan_in`` variance), stored stacked as ``[M, d, h]`` and ``[M, h, d]``.
@@ -359,6 +381,8 @@ class MixtureOfExperts(nnx.Module):
       top_k: K in ``[1, M]`` (static Python int).
       gate: ``"softmax_topk"`` or ``"topk_softmax"``.
       capacity_factor: ``None`` (no limit) or ``c > 0``.
+      dispatch: ``"dense"`` (masked, the default) or ``"sparse"`` (per-expert buffers; needs
+        ``capacity_factor``).
       activation: φ (GELU by default).
       router_init_std: standard deviation of the router weights.
       rngs: ``nnx.Rngs`` for the initial weights.
@@ -398,6 +422,7 @@ class MixtureOfExperts(nnx.Module):
         *,
         gate: str = "softmax_topk",
         capacity_factor: float | None = None,
+        dispatch: str = "dense",
         activation: Callable[[jax.Array], jax.Array] = jax.nn.gelu,
         router_init_std: float = 0.02,
         rngs: nnx.Rngs,
@@ -408,6 +433,14 @@ class MixtureOfExperts(nnx.Module):
         self.top_k = _check_top_k(top_k, self.num_experts)
         self.gate = _check_gate(gate)
         self.capacity_factor = _check_capacity_factor(capacity_factor)
+        if dispatch not in _DISPATCHES:
+            raise ValueError(f"dispatch must be one of {_DISPATCHES}, got {dispatch!r}")
+        if dispatch == "sparse" and self.capacity_factor is None:
+            raise ValueError(
+                "dispatch='sparse' needs a capacity_factor: the per-expert buffers have "
+                "ceil(capacity_factor * K * N / M) slots (a static shape)"
+            )
+        self.dispatch = dispatch
         if not callable(activation):
             raise TypeError(f"activation must be callable, got {activation!r}")
         self.activation = activation
@@ -439,6 +472,42 @@ class MixtureOfExperts(nnx.Module):
         d, h = self.in_features, self.hidden_features
         return 2 * d * self.num_experts + self.top_k * 4 * d * h
 
+    def _dense_experts(self, tokens: jax.Array, combine: jax.Array) -> jax.Array:
+        # All experts at once as one dense layer of width M·h over the stacked weights, and
+        # Σ_e c_e W₂ᵉ φ(W₁ᵉx) = Σ_e W₂ᵉ (c_e φ(W₁ᵉx)): gate the hidden units, then contract
+        # (expert, hidden) in one matmul. Plain 2-D matmuls run ~2x faster on CPU than the
+        # equivalent batched einsums.
+        d, h, m = self.in_features, self.hidden_features, self.num_experts
+        num_tokens = tokens.shape[0]
+        w_in = jnp.reshape(jnp.transpose(self.w_in[...], (1, 0, 2)), (d, m * h))
+        hidden = self.activation(tokens @ w_in.astype(tokens.dtype))
+        gated = jnp.reshape(hidden, (num_tokens, m, h)) * combine.astype(hidden.dtype)[:, :, None]
+        w_out = jnp.reshape(self.w_out[...], (m * h, d)).astype(tokens.dtype)
+        return jnp.reshape(gated, (num_tokens, m * h)) @ w_out
+
+    def _sparse_experts(self, tokens: jax.Array, route: RouterOutput, capacity: int) -> jax.Array:
+        # Slot e·C + s holds the s-th kept assignment of expert e (GShard priority); dropped
+        # assignments go to a dummy slot M·C, empty slots read a zero row (token index N).
+        d, m = self.in_features, self.num_experts
+        num_tokens, top_k = route.expert_index.shape
+        experts, slots = _assignment_slots(route.expert_index, m)
+        token_of = jnp.tile(jnp.arange(num_tokens, dtype=jnp.int32), top_k)
+        gates_topk = jnp.take_along_axis(route.gates, route.expert_index, axis=1)  # [N, K]
+        gate_of = jnp.reshape(gates_topk.T, (top_k * num_tokens,))
+        kept = (slots >= 0) & (slots < capacity)
+        target = jnp.where(kept, experts * capacity + slots, m * capacity)
+        slot_token = jnp.full((m * capacity + 1,), num_tokens, jnp.int32).at[target].set(token_of)
+        slot_gate = jnp.zeros((m * capacity + 1,), gate_of.dtype).at[target].set(gate_of)
+        slot_token, slot_gate = slot_token[:-1], slot_gate[:-1]
+        padded = jnp.concatenate([tokens, jnp.zeros((1, d), tokens.dtype)])
+        buffers = jnp.reshape(padded[slot_token], (m, capacity, d))
+        hidden = self.activation(
+            jnp.einsum("mcd,mdh->mch", buffers, self.w_in[...].astype(tokens.dtype))
+        )
+        out = jnp.einsum("mch,mhd->mcd", hidden, self.w_out[...].astype(tokens.dtype))
+        out = jnp.reshape(out, (m * capacity, d)) * slot_gate.astype(out.dtype)[:, None]
+        return jnp.zeros((num_tokens + 1, d), out.dtype).at[slot_token].add(out)[:num_tokens]
+
     def __call__(
         self, x: ArrayLike, *, rng_key: jax.Array | None = None
     ) -> tuple[jax.Array, MoEStats]:
@@ -455,16 +524,10 @@ class MixtureOfExperts(nnx.Module):
         combine = jnp.where(kept, route.gates, 0.0)
         num_dropped = self.top_k * num_tokens - jnp.sum(kept, dtype=jnp.int32)
 
-        # All experts at once as one dense layer of width M·h over the stacked weights, and
-        # Σ_e c_e W₂ᵉ φ(W₁ᵉx) = Σ_e W₂ᵉ (c_e φ(W₁ᵉx)): gate the hidden units, then contract
-        # (expert, hidden) in one matmul. Plain 2-D matmuls run ~2x faster on CPU than the
-        # equivalent batched einsums.
-        d, h, m = self.in_features, self.hidden_features, self.num_experts
-        w_in = jnp.reshape(jnp.transpose(self.w_in[...], (1, 0, 2)), (d, m * h))
-        hidden = self.activation(tokens @ w_in.astype(tokens.dtype))
-        gated = jnp.reshape(hidden, (num_tokens, m, h)) * combine.astype(hidden.dtype)[:, :, None]
-        w_out = jnp.reshape(self.w_out[...], (m * h, d)).astype(tokens.dtype)
-        y = jnp.reshape(gated, (num_tokens, m * h)) @ w_out
+        if self.dispatch == "sparse":
+            y = self._sparse_experts(tokens, route, capacity)
+        else:
+            y = self._dense_experts(tokens, combine)
 
         expert_load = jnp.sum(route.dispatch_mask, axis=0, dtype=jnp.float32) / (
             self.top_k * num_tokens

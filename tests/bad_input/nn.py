@@ -249,6 +249,13 @@ probes(
     raises("x", lambda: _moe()(jnp.ones((3, 5))), ValueError, "last axis"),
     raises("x", lambda: _moe()("tokens")),
     raises("rng_key", lambda: _moe()(jnp.ones((3, 4)), rng_key="key")),
+    raises("dispatch", lambda: nn.MixtureOfExperts(4, 8, 4, 2, dispatch="ragged", rngs=_rngs())),
+    raises(
+        "dispatch",
+        lambda: nn.MixtureOfExperts(4, 8, 4, 2, dispatch="sparse", rngs=_rngs()),
+        ValueError,
+        "sparse without capacity_factor",
+    ),
 )
 probes(
     "jaxlab.nn.TopKRouter",

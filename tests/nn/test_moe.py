@@ -380,3 +380,39 @@ def test_capacity_keep_mask_checks_indices_and_capacity():
         capacity_keep_mask(index.astype(jnp.float32), 3, 1)
     with pytest.raises(ValueError, match="capacity must be an int >= 0"):
         capacity_keep_mask(index, 3, -1)
+
+
+@pytest.mark.parametrize("capacity_factor", [0.5, 1.0, 4.0])
+def test_sparse_dispatch_equals_dense_masked(x64, capacity_factor):
+    # Same weights (same seed), same routing and capacity: the per-expert buffers give the dense
+    # layer's outputs, statistics and gradients, with and without dropped assignments.
+    dense = _moe(2, capacity_factor=capacity_factor)
+    sparse = MixtureOfExperts(
+        D,
+        H,
+        M,
+        2,
+        capacity_factor=capacity_factor,
+        dispatch="sparse",
+        router_init_std=1.0,
+        rngs=nnx.Rngs(0),
+    )
+    x = jax.random.normal(jax.random.key(3), (4, 9, D), dtype=jnp.float64)
+    (y_d, s_d), (y_s, s_s) = dense(x), sparse(x)
+    np.testing.assert_allclose(y_s, y_d, rtol=1e-12, atol=1e-12)
+    assert int(s_s.num_dropped) == int(s_d.num_dropped)
+    if capacity_factor == 0.5:
+        assert int(s_d.num_dropped) > 0  # the drop path is exercised
+    np.testing.assert_array_equal(s_s.combine_weights, s_d.combine_weights)
+
+    def loss(model):
+        return jnp.sum(model(x)[0] ** 2)
+
+    g_d, g_s = nnx.grad(loss)(dense), nnx.grad(loss)(sparse)
+    for a, b in zip(jax.tree.leaves(g_s), jax.tree.leaves(g_d), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_sparse_dispatch_needs_a_capacity():
+    with pytest.raises(ValueError, match="capacity_factor"):
+        MixtureOfExperts(D, H, M, 2, dispatch="sparse", rngs=nnx.Rngs(0))
