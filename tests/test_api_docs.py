@@ -36,7 +36,7 @@ def test_api_pages_build_without_warnings(tmp_path, monkeypatch, capsys):
     import jaxlab
 
     pages = sorted(p.stem for p in (out / "api").glob("*.html"))
-    assert pages == sorted(n for n in jaxlab.__all__ if n != "__version__") + ["experiments"]
+    assert pages == sorted([*(n for n in jaxlab.__all__ if n != "__version__"), "experiments"])
     optim = (out / "api" / "optim.html").read_text()
     for name in jaxlab.optim.__all__:
         assert f'id="jaxlab.optim.{name}"' in optim, name
