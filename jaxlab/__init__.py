@@ -12,7 +12,16 @@ __version__ = "0.1.0"
 
 import importlib as _importlib
 
-__all__ = ["__version__", "distributed", "nn", "optim", "particles", "quant", "solvers", "stochprog"]
+__all__ = [
+    "__version__",
+    "distributed",
+    "nn",
+    "optim",
+    "particles",
+    "quant",
+    "solvers",
+    "stochprog",
+]
 _SUBPACKAGES = frozenset([*__all__[1:], "experiments"])
 
 

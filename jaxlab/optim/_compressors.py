@@ -134,11 +134,11 @@ def _check_k_ratio(compressor: "Compressor") -> None:
 class Compressor(abc.ABC):
     """A (possibly random) compression operator with its contraction parameter and bit cost.
 
-    Subclasses implement :meth:`compress` on a flat vector, :meth:`Compressor.alpha` and :meth:`Compressor.bits`; the
-    base class applies the operator to pytrees: with ``scope="leaf"`` each leaf is flattened and
-    compressed on its own (leaf ``i`` with the key ``jax.random.fold_in(rng_key, i)``), with
-    ``scope="global"`` all leaves are concatenated into one vector, compressed once and split
-    back. The whole-tree message then satisfies
+    Subclasses implement :meth:`compress` on a flat vector, :meth:`Compressor.alpha` and
+    :meth:`Compressor.bits`; the base class applies the operator to pytrees: with ``scope="leaf"``
+    each leaf is flattened and compressed on its own (leaf ``i`` with the key
+    ``jax.random.fold_in(rng_key, i)``), with ``scope="global"`` all leaves are concatenated into
+    one vector, compressed once and split back. The whole-tree message then satisfies
     ``E ||C(x) - x||^2 <= (1 - tree_alpha(x)) ||x||^2``.
 
     Create compressors with the factories (:func:`top_k`, :func:`rand_k`, :func:`scaled_sign`,
@@ -275,7 +275,7 @@ class Compressor(abc.ABC):
         return [s for s in sizes if s > 0]
 
     def tree_bits(self, tree: Any) -> int:
-        """Bits of one compressed message of ``tree`` (the sum of :meth:`Compressor.bits` over messages).
+        """Bits of one compressed message of ``tree`` (:meth:`Compressor.bits` over messages).
 
         Examples:
           >>> import jax.numpy as jnp
@@ -736,11 +736,11 @@ def rand_k(
 
     Contractive in expectation only: ``E ||C(v) - v||^2 = (1 - k/d) ||v||^2`` (``alpha = k/d``).
     With ``unbiased=True`` the kept entries are first scaled by ``d/k`` (the unbiased operator,
-    ``E = v``, variance ``omega = d/k - 1``, available as ``unbiased_compress``) and then
-    rescaled by ``1/(1 + omega) = k/d``, which makes it contractive again; the two scalings cancel,
-    so the result equals unscaled rand-k up to rounding (what changes is :meth:`Compressor.omega`). The same
-    key selects the same coordinates for ``v`` and ``-v``, so ``C(-v) = -C(v)``. A message costs
-    ``k (32 + ceil(log2 d))`` bits.
+    ``E = v``, variance ``omega = d/k - 1``, available as ``unbiased_compress``) and then rescaled
+    by ``1/(1 + omega) = k/d``, which makes it contractive again; the two scalings cancel, so the
+    result equals unscaled rand-k up to rounding (what changes is :meth:`Compressor.omega`). The
+    same key selects the same coordinates for ``v`` and ``-v``, so ``C(-v) = -C(v)``. A message
+    costs ``k (32 + ceil(log2 d))`` bits.
 
     Args:
       k: number of kept entries, an int in ``(0, d]``. Exactly one of ``k`` and ``ratio``.
@@ -775,8 +775,8 @@ def scaled_sign(*, scope: str = "leaf") -> Compressor:
     """Scaled sign: ``C(v) = (||v||_1 / d) sign(v)``.
 
     Deterministic; ``||C(v) - v||^2 = ||v||^2 - ||v||_1^2 / d`` when no entry is zero (smaller
-    otherwise), so ``alpha = ||v||_1^2 / (d ||v||^2) >= 1/d``, and :meth:`Compressor.alpha` reports the
-    guaranteed ``1/d``. Odd since ``sign`` is. A message costs ``d + 32`` bits (signs and the
+    otherwise), so ``alpha = ||v||_1^2 / (d ||v||^2) >= 1/d``, and :meth:`Compressor.alpha` reports
+    the guaranteed ``1/d``. Odd since ``sign`` is. A message costs ``d + 32`` bits (signs and the
     scale). The ``l1`` norm accumulates in float32 for bf16/f16 inputs.
 
     Args:
@@ -953,11 +953,11 @@ def threshold_top_k(
 
     The same key samples the same coordinates for ``v`` and ``-v`` and ``|.|`` is symmetric, so
     ``C(-v) = -C(v)``. Messages have a data-dependent number ``m`` of entries (about
-    ``oversample k`` for a continuous ``|v|``, 5% to 95% range ``[1.3k, 1.7k]`` with the
-    defaults at ``k/d = 1%``; ``k`` or a few more after a fallback; up to ``d`` when many
-    ``|v_j|`` tie at ``tau``, e.g. all equal); :meth:`Compressor.bits` is a static int and reports the
-    nominal ``ceil(oversample k) (32 + ceil(log2 d))``, which error feedback's bit counters
-    use: an approximation of the bits sent, not a bound.
+    ``oversample k`` for a continuous ``|v|``, 5% to 95% range ``[1.3k, 1.7k]`` with the defaults at
+    ``k/d = 1%``; ``k`` or a few more after a fallback; up to ``d`` when many ``|v_j|`` tie at
+    ``tau``, e.g. all equal); :meth:`Compressor.bits` is a static int and reports the nominal
+    ``ceil(oversample k) (32 + ceil(log2 d))``, which error feedback's bit counters use: an
+    approximation of the bits sent, not a bound.
 
     Args:
       k: the guaranteed number of kept entries, an int in ``(0, d]``. Exactly one of ``k``
