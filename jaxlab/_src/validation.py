@@ -42,6 +42,7 @@ __all__ = [
     "check_int",
     "check_key",
     "check_last_axis",
+    "check_multiplicities",
     "check_learning_rate",
     "check_nonnegative",
     "check_positive",
@@ -712,3 +713,28 @@ def nonfinite_count_init(tree: Any) -> jax.Array:
     if not leaves:
         return jnp.zeros([], jnp.int32)
     return jnp.zeros_like(leaves[0], dtype=jnp.int32, shape=())
+
+
+def check_multiplicities(value: Any, num_samples: int, name: str = "multiplicities") -> np.ndarray:
+    """A concrete bootstrap matrix ``(M, N)`` of finite counts ``>= 0``, as float64 on the host.
+
+    For the host-side bootstrap LPs (``jaxlab.stochprog``, ``jaxlab.solvers.LShaped``):
+    ``N = num_samples`` columns, at least one row.
+
+    Examples:
+      >>> check_multiplicities([[2, 0], [1, 1]], 2).tolist()
+      [[2.0, 0.0], [1.0, 1.0]]
+      >>> check_multiplicities([[1, 1, 1]], 2)
+      Traceback (most recent call last):
+      ...
+      ValueError: multiplicities must have shape (M, N) with N = 2 scenarios, got (1, 3)
+    """
+    v = check_array(value, name, kind="real", ndim=2, host=True)
+    if v.shape[1] != num_samples:
+        raise ValueError(
+            f"{name} must have shape (M, N) with N = {num_samples} scenarios, got {v.shape}"
+        )
+    v = v.astype(np.float64)
+    if v.shape[0] == 0 or not np.all(np.isfinite(v)) or np.any(v < 0):
+        raise ValueError(f"{name} must be a non-empty matrix of finite counts >= 0")
+    return v

@@ -40,7 +40,7 @@ from jaxlab._src import validation
 from jaxlab._src.highs import INF, LPStatus, solve_lp
 from jaxlab._src.risk import tail_weights
 from jaxlab._src.solver import OptStep, SolverStatus
-from jaxlab.stochprog import TwoStageLP, recourse_lp
+from jaxlab.stochprog import TwoStageLP, recourse_lower_bound, recourse_lp
 
 __all__ = ["LShaped", "LShapedState"]
 
@@ -107,7 +107,7 @@ class LShaped:
       recourse_fun: ``x -> (values (N,), subgradients (N, n1))``; None solves every scenario's
         recourse LP with HiGHS and takes ``-T_nᵀ π_n`` from its duals.
       eta_lower_bound: a lower bound on every ``Q(x, ξ_n)`` over ``X`` (it bounds the master);
-        None computes one: ``min_n min_{x ∈ X, y} q_n·y`` by one LP per scenario. A bound above
+        None computes one, :func:`jaxlab.stochprog.recourse_lower_bound`. A bound above
         the recourse is detected and raises.
       tol: relative optimality gap at which to stop (upper minus lower bound over the upper).
       maxiter: maximum number of iterations.
@@ -152,16 +152,7 @@ class LShaped:
             validation.check_real(self.eta_lower_bound, "eta_lower_bound")
         v = None
         if self.multiplicities is not None:
-            v = validation.check_array(
-                self.multiplicities, "multiplicities", kind="real", ndim=2, host=True
-            ).astype(np.float64)
-            if v.shape[1] != self.model.num_scenarios:
-                raise ValueError(
-                    f"multiplicities must have shape (M, N) with N = {self.model.num_scenarios} "
-                    f"scenarios, got {v.shape}"
-                )
-            if v.shape[0] == 0 or not np.all(np.isfinite(v)) or np.any(v < 0):
-                raise ValueError("multiplicities must be a non-empty matrix of finite counts >= 0")
+            v = validation.check_multiplicities(self.multiplicities, self.model.num_scenarios)
         object.__setattr__(self, "_v", v)
         object.__setattr__(self, "_evaluate_lp", None)
 
@@ -171,30 +162,10 @@ class LShaped:
     def _lower_bound(self) -> float:
         if self.eta_lower_bound is not None:
             return float(self.eta_lower_bound)
-        model = self.model
-        n1, n2 = model.first_stage_dim, model.recourse_dim
-        x_lower = np.where(np.isinf(model.x_lower), -INF, model.x_lower)
-        x_upper = np.where(np.isinf(model.x_upper), INF, model.x_upper)
-        best = np.inf
-        for k in range(model.num_scenarios):
-            blocks = [[sp.csr_matrix(model.T[k]), sp.csr_matrix(model.W[k])]]
-            if model.b.shape[0]:
-                blocks.append([sp.csr_matrix(model.A), None])
-            result = solve_lp(
-                np.concatenate([np.zeros(n1), model.q[k]]),
-                sp.bmat(blocks, format="csc"),
-                np.concatenate([model.h[k], np.full(model.b.shape[0], -INF)]),
-                np.concatenate([model.h[k], model.b]),
-                np.concatenate([x_lower, np.zeros(n2)]),
-                np.concatenate([x_upper, np.full(n2, INF)]),
-            )
-            if result.status is not LPStatus.OPTIMAL:
-                raise ValueError(
-                    f"eta_lower_bound: min over x of scenario {k}'s recourse is "
-                    f"{result.status.value}; pass a finite eta_lower_bound"
-                )
-            best = min(best, result.objective)
-        return float(best)
+        try:
+            return recourse_lower_bound(self.model)
+        except ValueError as err:
+            raise ValueError(f"eta_lower_bound: {err}; pass a finite eta_lower_bound") from err
 
     def _evaluate(self, x: np.ndarray):
         if self.recourse_fun is None:
@@ -226,8 +197,7 @@ class LShaped:
         """Solves the master over the cuts: returns ``(x, η)``."""
         model = self.model
         n, n1 = model.num_scenarios, model.first_stage_dim
-        x_lower = np.where(np.isinf(model.x_lower), -INF, model.x_lower)
-        x_upper = np.where(np.isinf(model.x_upper), INF, model.x_upper)
+        x_lower, x_upper = model.x_lower, model.x_upper  # HiGHS's infinity is float inf
         a_rows = sp.csr_matrix(model.A)
         if self.cuts == "single":
             k = slopes.shape[0]

@@ -7,8 +7,9 @@ Stochastic Programming*, ICML 2026 (arXiv 2403.08966).
   :func:`apub_exact` (the exact bootstrap law, tiny N), :func:`efron_upper_bound`,
   :func:`clt_upper_bound`, :func:`bootstrap_multiplicities`, :func:`cvar_weights`.
 * Two-stage LPs with random recourse: :class:`TwoStageLP`, the SAA and APUB extensive forms
-  (:func:`extensive_form`, :func:`solve_extensive_form`, HiGHS on the host) and the recourse by
-  LP (:func:`recourse_lp`). The L-shaped method is :class:`jaxlab.solvers.LShaped`.
+  (:func:`extensive_form`, :func:`solve_extensive_form`, HiGHS on the host), the recourse by
+  LP (:func:`recourse_lp`) and a bound below it (:func:`recourse_lower_bound`). The L-shaped
+  method is :class:`jaxlab.solvers.LShaped`.
 * The product-mix instance: :func:`product_mix_config`, :func:`sample_product_mix` (regime
   switch, exact Gumbel copula, :func:`gumbel_copula`, :func:`positive_stable`),
   :func:`product_mix_recourse` (closed form in JAX) and :func:`product_mix_model`.
@@ -39,6 +40,7 @@ from jaxlab.stochprog._twostage import (
     TwoStageLP,
     TwoStageSolution,
     extensive_form,
+    recourse_lower_bound,
     recourse_lp,
     solve_extensive_form,
 )
@@ -63,6 +65,7 @@ __all__ = [
     "product_mix_model",
     "product_mix_recourse",
     "product_mix_reference_scenarios",
+    "recourse_lower_bound",
     "recourse_lp",
     "sample_product_mix",
     "solve_extensive_form",

@@ -38,6 +38,7 @@ __all__ = [
     "TwoStageLP",
     "TwoStageSolution",
     "extensive_form",
+    "recourse_lower_bound",
     "recourse_lp",
     "solve_extensive_form",
 ]
@@ -225,22 +226,7 @@ def _check_bootstrap(model: TwoStageLP, alpha: Any, multiplicities: Any):
         raise TypeError("alpha must be a concrete number: the LP is built on the host")
     if multiplicities is None:
         return alpha, None
-    v = validation.check_array(multiplicities, "multiplicities", kind="real", ndim=2, host=True)
-    if v.shape[1] != model.num_scenarios:
-        raise ValueError(
-            f"multiplicities must have shape (M, N) with N = {model.num_scenarios} scenarios, "
-            f"got {v.shape}"
-        )
-    v = v.astype(np.float64)
-    if v.shape[0] == 0 or not np.all(np.isfinite(v)) or np.any(v < 0):
-        raise ValueError("multiplicities must be a non-empty matrix of finite counts >= 0")
-    return alpha, v
-
-
-def _first_stage_bounds(model: TwoStageLP):
-    lower = np.where(np.isinf(model.x_lower), -INF, model.x_lower)
-    upper = np.where(np.isinf(model.x_upper), INF, model.x_upper)
-    return lower, upper
+    return alpha, validation.check_multiplicities(multiplicities, model.num_scenarios)
 
 
 def extensive_form(model: TwoStageLP, *, alpha: Any = 1.0, multiplicities: Any = None):
@@ -323,7 +309,8 @@ def extensive_form(model: TwoStageLP, *, alpha: Any = 1.0, multiplicities: Any =
         cost[s0:z0] = 1.0 / (alpha * m)
     else:
         cost[z0:y0] = 1.0 / n
-    x_lower, x_upper = _first_stage_bounds(model)
+    # HiGHS's infinity is float inf, so the model's bounds go in as they are.
+    x_lower, x_upper = model.x_lower, model.x_upper
     col_lower = np.concatenate([x_lower, np.full(z0 - t0, 0.0), np.full(n, -INF), np.zeros(n * n2)])
     if apub:
         col_lower[t0] = -INF
@@ -336,37 +323,41 @@ def extensive_form(model: TwoStageLP, *, alpha: Any = 1.0, multiplicities: Any =
     )
 
 
+def _joint_scenario_lp(model: TwoStageLP, scenario: int, cost: np.ndarray):
+    """An LP over ``(x, y_n)``: the first stage with scenario ``n``'s recourse rows alone."""
+    n2 = model.recourse_dim
+    blocks = [[sp.csr_matrix(model.T[scenario]), sp.csr_matrix(model.W[scenario])]]
+    if model.b.shape[0]:
+        blocks.append([sp.csr_matrix(model.A), None])
+    return solve_lp(
+        cost,
+        sp.bmat(blocks, format="csc", dtype=np.float64),
+        np.concatenate([model.h[scenario], np.full(model.b.shape[0], -INF)]),
+        np.concatenate([model.h[scenario], model.b]),
+        np.concatenate([model.x_lower, np.zeros(n2)]),
+        np.concatenate([model.x_upper, np.full(n2, INF)]),
+    )
+
+
 def _diagnose(model: TwoStageLP, status: LPStatus) -> str:
     """Names the stage and scenario that make the extensive form infeasible or unbounded."""
     n1, n2, m2 = model.first_stage_dim, model.recourse_dim, model.h.shape[1]
-    x_lower, x_upper = _first_stage_bounds(model)
     first = solve_lp(
-        np.zeros(n1), model.A, np.full(model.b.shape[0], -INF), model.b, x_lower, x_upper
+        np.zeros(n1),
+        model.A,
+        np.full(model.b.shape[0], -INF),
+        model.b,
+        model.x_lower,
+        model.x_upper,
     )
     if first.status is LPStatus.INFEASIBLE:
         return "first stage: no x satisfies x_lower <= x <= x_upper and A x <= b"
     for scenario in range(model.num_scenarios):
-        matrix = (
-            sp.bmat(
-                [
-                    [sp.csr_matrix(model.T[scenario]), sp.csr_matrix(model.W[scenario])],
-                    [sp.csr_matrix(model.A), None],
-                ],
-                format="csc",
-                dtype=np.float64,
-            )
-            if model.b.shape[0]
-            else sp.csc_matrix(np.hstack([model.T[scenario], model.W[scenario]]))
-        )
-        rows_lower = np.concatenate([model.h[scenario], np.full(model.b.shape[0], -INF)])
-        rows_upper = np.concatenate([model.h[scenario], model.b])
-        cols_lower = np.concatenate([x_lower, np.zeros(n2)])
-        cols_upper = np.concatenate([x_upper, np.full(n2, INF)])
         for what, cost in (
             ("infeasible", np.zeros(n1 + n2)),
             ("unbounded", np.concatenate([model.c, model.q[scenario]])),
         ):
-            result = solve_lp(cost, matrix, rows_lower, rows_upper, cols_lower, cols_upper)
+            result = _joint_scenario_lp(model, scenario, cost)
             if result.status is LPStatus.INFEASIBLE:
                 return (
                     f"second stage, scenario {scenario}: no first-stage x admits a recourse y >= 0 "
@@ -383,6 +374,39 @@ def _diagnose(model: TwoStageLP, status: LPStatus) -> str:
             "admits one in all scenarios together"
         )
     return f"the extensive form is {status.value}"
+
+
+def recourse_lower_bound(model: TwoStageLP) -> float:
+    """A bound below every recourse: ``min_n min_{x ∈ X, y >= 0} q_n·y``, ``W_n y = h_n - T_n x``.
+
+    One LP per scenario over ``(x, y_n)`` with the first-stage constraints (HiGHS, host float64).
+    ``Q(x, ξ_n)`` is at least this for every feasible ``x`` and ``n``, so it bounds an L-shaped
+    master (:class:`jaxlab.solvers.LShaped` uses it when no ``eta_lower_bound`` is given).
+
+    Raises:
+      ValueError: naming the scenario whose minimum is unbounded or infeasible.
+
+    Examples:
+      >>> model = TwoStageLP(c=[1.0], W=[[1.0, -1.0]], T=[[1.0]], h=[[2.0], [4.0]],
+      ...                    q=[3.0, 0.0], x_upper=[10.0])
+      >>> recourse_lower_bound(model)              # Q = 3 (h - x)_+ is 0 for x >= h
+      0.0
+    """
+    if not isinstance(model, TwoStageLP):
+        raise TypeError(f"model must be a TwoStageLP, got {type(model).__name__}")
+    n1 = model.first_stage_dim
+    best = np.inf
+    for scenario in range(model.num_scenarios):
+        result = _joint_scenario_lp(
+            model, scenario, np.concatenate([np.zeros(n1), model.q[scenario]])
+        )
+        if result.status is not LPStatus.OPTIMAL:
+            raise ValueError(
+                f"second stage, scenario {scenario}: the minimum of the recourse over x is "
+                f"{result.status.value}"
+            )
+        best = min(best, result.objective)
+    return float(best)
 
 
 def solve_extensive_form(

@@ -163,3 +163,15 @@ probes(
         ValueError,
     ),
 )
+probes(
+    _P + "recourse_lower_bound",
+    raises("model", lambda: SP.recourse_lower_bound("model"), TypeError),
+    raises(
+        "scenario 0",
+        lambda: SP.recourse_lower_bound(
+            SP.TwoStageLP(c=[1.0], W=[[1.0, -1.0]], T=[[1.0]], h=[[2.0]], q=[-1.0, 0.0])
+        ),
+        ValueError,
+        "unbounded below",
+    ),
+)
