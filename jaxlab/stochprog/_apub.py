@@ -47,8 +47,9 @@ def _check_alpha(alpha: Any, name: str = "alpha") -> float | None:
     return validation.check_real(alpha, name, minimum=0.0, maximum=1.0, include_minimum=False)
 
 
-def _check_values(values: Any, name: str = "values") -> jax.Array:
-    array = validation.check_array(values, name, kind="real", ndim=1)
+def _check_values(values: Any, name: str = "values", *, host: bool = False) -> jax.Array:
+    """A non-empty 1-D real sample, finite where concrete; floating (float64 with ``host``)."""
+    array = validation.check_array(values, name, kind="real", ndim=1, host=host)
     if array.shape[0] == 0:
         raise ValueError(f"{name} must hold at least one sample, got an empty array")
     if validation.is_concrete(values):
@@ -58,6 +59,8 @@ def _check_values(values: Any, name: str = "values") -> jax.Array:
         bad = 0
     if bad:
         raise ValueError(f"{name} must be finite, got {bad} non-finite of {array.shape[0]}")
+    if host:
+        return array.astype(np.float64)
     if not jnp.issubdtype(array.dtype, jnp.floating):
         array = array.astype(jnp.result_type(float))
     return array
@@ -250,13 +253,9 @@ def apub_exact(values: Any, alpha: Any) -> float:
       >>> round(apub_exact([1.0, 2.0, 3.0], 0.1), 6)
       2.790123
     """
-    f = validation.check_array(values, "values", kind="real", ndim=1, host=True).astype(np.float64)
+    f = _check_values(values, host=True)
     alpha = _check_alpha(alpha)
     n = f.shape[0]
-    if n == 0:
-        raise ValueError("values must hold at least one sample, got an empty array")
-    if not np.all(np.isfinite(f)):
-        raise ValueError(f"values must be finite, got {int(np.sum(~np.isfinite(f)))} non-finite")
     if n > _EXACT_MAX_SAMPLES:
         raise ValueError(
             f"values: apub_exact enumerates C(2N-1, N) resamples and allows N <= "
