@@ -1422,3 +1422,39 @@ SOLVER_CASES += [
     ),
     SolverCase(name="fab_penalty_toy", make=_fab_case, implicit_diff=True, diff_argnum=0),
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# DenseQP (jaxlab.solvers.DenseQP, issue 16): OSQP-style ADMM on a strictly convex 3-D QP with
+# an equality, two inequalities (one binding) and a bound row. Two active rows leave one free
+# direction, so the solution's derivative in q (args[1], the active-set KKT system) is nonzero.
+
+
+def _dense_qp_case() -> SolverProblem:
+    from jaxlab.solvers import DenseQP, QPSolution
+
+    P = jnp.asarray([[2.0, 0.5, 0.0], [0.5, 1.0, 0.2], [0.0, 0.2, 1.5]])
+    q = jnp.asarray([-1.0, 0.5, -2.0])
+    A = jnp.asarray([[1.0, 1.0, 1.0], [1.0, -1.0, 0.0], [0.0, 1.0, 2.0], [1.0, 0.0, 0.0]])
+    lower = jnp.asarray([1.0, -jnp.inf, -jnp.inf, 0.0])
+    upper = jnp.asarray([1.0, 0.3, 5.0, jnp.inf])
+    return SolverProblem(
+        solver=DenseQP(tol=1e-11, maxiter=20000),
+        init_params=QPSolution(jnp.zeros(3), jnp.zeros(4)),
+        args=(P, q, A, lower, upper),
+    )
+
+
+SOLVER_CASES += [
+    SolverCase(
+        name="dense_qp_admm",
+        make=_dense_qp_case,
+        implicit_diff=True,
+        diff_argnum=1,
+        optimality_tol=1e-9,
+        loop_rtol=1e-7,
+        loop_atol=1e-10,
+        fd_step=1e-6,
+        grad_rtol=1e-5,
+    ),
+]

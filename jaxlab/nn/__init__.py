@@ -19,9 +19,39 @@ byte-level corpus pipeline (:func:`stdlib_byte_corpus`, :func:`split_corpus`,
 (:func:`loss_curve_stability`) and, in
 :mod:`jaxlab.nn.hessian`, Hessian-vector products and the top Hessian eigenvalue (:func:`hvp`,
 :func:`top_eigenvalue`).
+
+Hard disjunctive rules (DisjunctiveNet): a rule language (:class:`Disjunct`, :class:`Disjunction`,
+:class:`RuleSet`) compiled to Balas hull formulations (:func:`lifted_hull`: DNF, CNF, partial
+DNF), the projection layer :class:`DisjunctiveLayer` (hull or exact union projection, implicit
+gradients), rule checks (:func:`rule_satisfaction`, :func:`rule_violation`, the penalty baseline
+:func:`rule_penalty`) and the note's rule sets and tasks (:func:`gap_rules`,
+:func:`input_decided_regression_task`, ...).
 """
 
 from jaxlab.nn import hessian
+from jaxlab.nn._disjunctive import (
+    Disjunct,
+    Disjunction,
+    DisjunctiveInfo,
+    DisjunctiveLayer,
+    LiftedHull,
+    RuleSet,
+    hull_size,
+    lifted_hull,
+    rule_penalty,
+    rule_satisfaction,
+    rule_violation,
+)
+from jaxlab.nn._disjunctive_problems import (
+    DisjunctiveTask,
+    gap_rules,
+    input_decided_regression_task,
+    input_decided_target,
+    input_decided_toy_rules,
+    output_only_regression_task,
+    output_only_target,
+    tightness_rules,
+)
 from jaxlab.nn._invertible import (
     ActNormLU,
     ConditionalMADE,
@@ -76,6 +106,25 @@ from jaxlab.nn._text import (
 from jaxlab.nn.hessian import hvp, top_eigenvalue
 
 __all__ = [
+    "Disjunct",
+    "DisjunctiveInfo",
+    "DisjunctiveLayer",
+    "Disjunction",
+    "LiftedHull",
+    "RuleSet",
+    "hull_size",
+    "lifted_hull",
+    "rule_penalty",
+    "rule_satisfaction",
+    "rule_violation",
+    "DisjunctiveTask",
+    "gap_rules",
+    "input_decided_regression_task",
+    "input_decided_target",
+    "input_decided_toy_rules",
+    "output_only_regression_task",
+    "output_only_target",
+    "tightness_rules",
     "ActNormLU",
     "ConditionalMADE",
     "ConvergenceFit",

@@ -16,6 +16,9 @@ Stochastic variational inequalities (Alacaoglu & Kim, ICML 2026): minibatch extr
 forward-backward-forward with growing batches and relaxation (EG+), the Halpern-anchored variant,
 projected stochastic gradient descent-ascent (baseline), and test problems with known solutions.
 
+A dense convex QP solver (DisjunctiveNet's projection layers): OSQP-style ADMM with an
+infeasibility certificate, active-set polishing and implicit differentiation of the KKT system.
+
 The L-shaped method (Liu, Gao & Hu, ICML 2026, APUB-M): single- and multi-cut decomposition of
 the SAA and APUB problems of a :class:`jaxlab.stochprog.TwoStageLP`, HiGHS master on the host.
 """
@@ -77,6 +80,14 @@ from jaxlab.solvers._hom_pgd_problems import (
 )
 from jaxlab.solvers._lshaped import LShaped, LShapedState
 from jaxlab.solvers._push_pull import FAB, FABParams, FABState, PushPull, PushPullState
+from jaxlab.solvers._qp import (
+    QP_PRIMAL_INFEASIBLE,
+    DenseQP,
+    QPSolution,
+    QPState,
+    qp_kkt_regularized_solve,
+    qp_kkt_tangent_solve,
+)
 from jaxlab.solvers._vi import (
     HalpernExtragradient,
     HalpernState,
@@ -153,6 +164,13 @@ __all__ = [
     "exact_bilevel_solution",
     "exact_hypergradient",
     "lower_level_solution",
+    # dense convex QP (OSQP-style ADMM, polishing, implicit differentiation)
+    "QP_PRIMAL_INFEASIBLE",
+    "DenseQP",
+    "QPSolution",
+    "QPState",
+    "qp_kkt_regularized_solve",
+    "qp_kkt_tangent_solve",
     # stochastic variational inequalities
     "HalpernExtragradient",
     "HalpernState",

@@ -504,3 +504,117 @@ probes(
     raises("shift", lambda: nn.top_eigenvalue(_quadratic, jnp.ones(3), rng_key=_key(), shift="0")),
     raises("loss_fn", lambda: nn.top_eigenvalue(lambda p: p, jnp.ones(3), rng_key=_key())),
 )
+
+# --- disjunctive rule layers (issue 16) --------------------------------------------------------
+_GAP = nn.Disjunction([nn.Disjunct([[1.0]], [0.25]), nn.Disjunct([[-1.0]], [-0.75])], "gap")
+_GAP_SET = nn.RuleSet([0.0], [1.0], [_GAP])
+# One rule, "x >= 0 -> y <= 0.5": an input x < 0 leaves no applicable disjunct.
+_IF_X_NONNEGATIVE = nn.RuleSet(
+    [0.0],
+    [1.0],
+    [nn.Disjunction([nn.Disjunct([[1.0]], [0.5], condition=([[-1.0]], [0.0]))], "x>=0: y<=.5")],
+    input_size=1,
+)
+no_probes("jaxlab.nn.DisjunctiveInfo", "a NamedTuple of diagnostics returned by the layer")
+no_probes("jaxlab.nn.DisjunctiveTask", "a NamedTuple of arrays returned by the task builders")
+no_probes("jaxlab.nn.LiftedHull", "built by lifted_hull, whose arguments are probed")
+for _name in ("gap_rules", "tightness_rules", "input_decided_toy_rules"):
+    no_probes(f"jaxlab.nn.{_name}", "takes no arguments: a fixed rule set of the note")
+probes(
+    "jaxlab.nn.Disjunct",
+    raises("lhs", lambda: nn.Disjunct("E", [0.0])),
+    raises("rhs", lambda: nn.Disjunct([[1.0]], [0.0, 1.0]), ValueError),
+    raises("condition", lambda: nn.Disjunct([[1.0]], [0.0], condition=[[1.0]])),
+    raises("lhs", lambda: nn.Disjunct([[NAN]], [0.0]), ValueError),
+)
+probes(
+    "jaxlab.nn.Disjunction",
+    raises("disjuncts", lambda: nn.Disjunction([], "r"), ValueError),
+    raises("name", lambda: nn.Disjunction([nn.Disjunct([[1.0]], [0.0])], "")),
+    raises("disjuncts[0]", lambda: nn.Disjunction(["d"], "r"), TypeError),
+)
+probes(
+    "jaxlab.nn.RuleSet",
+    raises("lower", lambda: nn.RuleSet([-float("inf")], [1.0]), ValueError),
+    raises("lower", lambda: nn.RuleSet([2.0], [1.0]), ValueError),
+    raises("rules", lambda: nn.RuleSet([0.0], [1.0], _GAP), TypeError),
+    raises(
+        "negative",
+        lambda: nn.RuleSet(
+            [0.0], [1.0], [nn.Disjunction([nn.Disjunct([[1.0]], [-1.0])], "negative")]
+        ),
+        ValueError,
+        "infeasible rule named",
+    ),
+    raises(
+        "input_size",
+        lambda: nn.RuleSet(
+            [0.0],
+            [1.0],
+            [nn.Disjunction([nn.Disjunct([[1.0]], [1.0], condition=([[1.0]], [0.0]))], "c")],
+        ),
+        ValueError,
+    ),
+    raises("global_lhs", lambda: nn.RuleSet([0.0], [1.0], global_lhs=[[1.0]])),
+)
+probes(
+    "jaxlab.nn.lifted_hull",
+    raises("rule_set", lambda: nn.lifted_hull("rules")),
+    raises("formulation", lambda: nn.lifted_hull(_GAP_SET, formulation="full")),
+    raises("lift_regularization", lambda: nn.lifted_hull(_GAP_SET, lift_regularization=0.0)),
+    raises("num_dnf_rules", lambda: nn.lifted_hull(_GAP_SET, num_dnf_rules=1)),
+)
+probes(
+    "jaxlab.nn.hull_size",
+    raises("formulation", lambda: nn.hull_size(_GAP_SET, formulation=3)),
+    raises("rule_set", lambda: nn.hull_size(None)),
+)
+probes(
+    "jaxlab.nn.DisjunctiveLayer",
+    raises("mode", lambda: nn.DisjunctiveLayer(_GAP_SET, mode="milp"), ValueError),
+    raises("tol", lambda: nn.DisjunctiveLayer(_GAP_SET, tol=-1.0), ValueError),
+    raises("maxiter", lambda: nn.DisjunctiveLayer(_GAP_SET, maxiter=0), ValueError),
+    raises("y", lambda: nn.DisjunctiveLayer(_GAP_SET)(jnp.zeros((2, 3))), ValueError),
+    raises("y", lambda: nn.DisjunctiveLayer(_GAP_SET)(jnp.zeros((2, 1), jnp.int32)), TypeError),
+    raises(
+        "x",
+        lambda: nn.DisjunctiveLayer(nn.input_decided_toy_rules())(jnp.zeros((2, 2))),
+        TypeError,
+    ),
+    status(
+        "non-finite raw output reported",
+        lambda: nn.DisjunctiveLayer(_GAP_SET)(jnp.array([[jnp.nan], [0.1]])),
+        lambda out: out[1].status.tolist()[0] == 3 and bool(out[1].projected[1]),
+    ),
+    status(
+        "no applicable disjunct: raw output, infeasible status (traced)",
+        lambda: jax.jit(lambda y, x: nn.DisjunctiveLayer(_IF_X_NONNEGATIVE)(y, x))(
+            jnp.array([[0.9], [0.9]]), jnp.array([[-1.0], [1.0]])
+        ),
+        lambda out: out[1].status.tolist() == [5, 1] and abs(float(out[0][0, 0]) - 0.9) < 1e-6,
+    ),
+)
+for _fn in ("rule_satisfaction", "rule_violation", "rule_penalty"):
+    probes(
+        f"jaxlab.nn.{_fn}",
+        raises(
+            "y", lambda _fn=_fn: getattr(nn, _fn)(_GAP_SET, None, jnp.zeros((2, 2))), ValueError
+        ),
+        raises("rule_set", lambda _fn=_fn: getattr(nn, _fn)("r", None, jnp.zeros((2, 1)))),
+    )
+probes(
+    "jaxlab.nn.rule_satisfaction",
+    raises("tol", lambda: nn.rule_satisfaction(_GAP_SET, None, jnp.zeros((2, 1)), tol=-1.0)),
+)
+for _fn in ("input_decided_regression_task", "output_only_regression_task"):
+    probes(
+        f"jaxlab.nn.{_fn}",
+        raises("rng_key", lambda _fn=_fn: getattr(nn, _fn)(None)),
+        raises("num_train", lambda _fn=_fn: getattr(nn, _fn)(_key(), num_train=0)),
+        raises("noise_std", lambda _fn=_fn: getattr(nn, _fn)(_key(), noise_std=-1.0)),
+    )
+for _fn in ("input_decided_target", "output_only_target"):
+    probes(
+        f"jaxlab.nn.{_fn}",
+        raises("x", lambda _fn=_fn: getattr(nn, _fn)(jnp.zeros((2, 2)))),
+    )

@@ -637,3 +637,44 @@ probes(
         lambda out: out.state.status == S.SolverStatus.NONFINITE and out.state.num_nonfinite == 1,
     ),
 )
+
+# --------------------------------------------------------------------------------------------
+# DenseQP (issue 16).
+
+_QP = (jnp.eye(2), jnp.zeros(2), jnp.eye(2), jnp.zeros(2), jnp.ones(2))
+_QP_INIT = S.QPSolution(jnp.zeros(2), jnp.zeros(2))
+no_probes(_P + "QPState", "a state NamedTuple: built by DenseQP.init_state")
+no_probes(_P + "QPSolution", "a NamedTuple of arrays: checked where DenseQP uses it")
+probes(
+    _P + "DenseQP",
+    raises("rho", lambda: S.DenseQP(rho=0.0), ValueError),
+    raises("relaxation", lambda: S.DenseQP(relaxation=2.0), ValueError),
+    raises("sigma", lambda: S.DenseQP(sigma=NAN), ValueError),
+    raises("maxiter", lambda: S.DenseQP(maxiter=0), ValueError),
+    raises("init_params", lambda: S.DenseQP().run(jnp.zeros(2), *_QP), TypeError),
+    raises("lower", lambda: S.DenseQP().run(_QP_INIT, *_QP[:3], jnp.zeros(3), _QP[4])),
+    raises("lower", lambda: S.DenseQP().init_state(_QP_INIT, *_QP[:3], jnp.full(2, 2.0), _QP[4])),
+    raises("P", lambda: S.DenseQP().run(_QP_INIT, jnp.eye(3), *_QP[1:]), ValueError),
+    raises("A", lambda: S.DenseQP().run(_QP_INIT, *_QP[:2], jnp.zeros(2, int), *_QP[3:])),
+    status(
+        "infeasible bounds certified",
+        lambda: S.DenseQP().run(
+            _QP_INIT,
+            jnp.eye(2),
+            jnp.zeros(2),
+            jnp.array([[1.0, 0.0], [1.0, 0.0]]),
+            jnp.array([1.0, -INF]),
+            jnp.array([INF, 0.0]),
+        ),
+        lambda out: int(out.state.status) == S.QP_PRIMAL_INFEASIBLE,
+    ),
+)
+probes(
+    _P + "qp_kkt_regularized_solve",
+    raises("linear_fn", lambda: S.qp_kkt_regularized_solve("matvec", _QP_INIT), TypeError),
+    raises("rhs", lambda: S.qp_kkt_regularized_solve(lambda v: v, jnp.ones(2)), TypeError),
+)
+probes(
+    _P + "qp_kkt_tangent_solve",
+    raises("linear_fn", lambda: S.qp_kkt_tangent_solve("matvec", jnp.ones(2)), TypeError),
+)
