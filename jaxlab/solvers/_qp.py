@@ -484,8 +484,8 @@ class DenseQP(IterativeSolver):
     ) -> tuple[QPSolution, jax.Array]:
         """Polishes an (ADMM) solution on a guessed active set, as OSQP does, with repair steps.
 
-        The active set starts as :meth:`active_set` with ``active_tol`` (OSQP's rule plus the rows
-        within ``active_tol`` of a bound), and ``fixed`` (an optional (n,) bool mask) pins
+        The active set starts as OSQP's rule (:meth:`active_set` with ``slack_tol=0``: a row
+        binds where its slack is below its dual), and ``fixed`` (an optional (n,) bool mask) pins
         variables known to be 0 at the solution: their stationarity rows become ``v_j = 0`` and
         the rows that read only pinned variables are dropped (the weakly active rows of a
         degenerate lifted problem, e.g. a disjunct's copy ``ν_s = λ_s = 0``, which pin the same
@@ -527,7 +527,13 @@ class DenseQP(IterativeSolver):
         # its violation times the duals (first order), plus the tolerance.
         slack = self.primal_violation(params, A, lower, upper) * jnp.sum(jnp.abs(w))
         ceiling = reference + slack + jnp.asarray(self.tol, dtype) * (1 + jnp.abs(reference))
-        active, bound = self.active_set(params, A, lower, upper)
+        # Two starting active sets, repaired side by side (vmapped, one compiled loop): OSQP's
+        # rule (slack below the dual) and the same widened by active_tol. The first can miss a
+        # weakly active row (zero slack, zero dual), the second can snap a row merely close to
+        # its bound onto it; of the acceptable candidates the lower objective wins.
+        exact = self.active_set(params, A, lower, upper, slack_tol=0.0)
+        widened = self.active_set(params, A, lower, upper)
+        active, bound = (jnp.stack(pair) for pair in zip(exact, widened, strict=True))
         top = jnp.concatenate([P, A.T], axis=1)
         top_rhs = -q
         if fixed is not None:
@@ -537,9 +543,8 @@ class DenseQP(IterativeSolver):
             top_rhs = jnp.where(fixed, jnp.zeros_like(q), top_rhs)
             free = (~fixed).astype(dtype)
             only_fixed = (jnp.abs(A) @ free) == 0
-            active = active & ~only_fixed
+            active = active & ~only_fixed[None, :]
         signs = jnp.concatenate([jnp.ones((n,), dtype), -jnp.ones((m,), dtype)])
-        best, kept = params, jnp.asarray(False)
 
         def repair(_, carry):
             best, kept, active, bound = carry
@@ -558,9 +563,18 @@ class DenseQP(IterativeSolver):
             bound = jnp.where(over, upper, jnp.where(under, lower, bound))
             return best, kept | good, active | over | under, bound
 
-        # A loop, not unrolled: one copy of the step in the compiled program.
-        best, kept, _, _ = jax.lax.fori_loop(0, steps, repair, (best, kept, active, bound))
-        return best, kept
+        def start(active, bound):
+            # A loop, not unrolled: one copy of the step in the compiled program.
+            carry = (params, jnp.asarray(False), active, bound)
+            best, kept, _, _ = jax.lax.fori_loop(0, steps, repair, carry)
+            return best, kept
+
+        candidates, kept = jax.vmap(start)(active, bound)
+        values = jax.vmap(lambda c: self.objective(c, P, q))(candidates)
+        values = jnp.where(kept, values, jnp.inf)
+        pick = jnp.argmin(values)
+        best = jax.tree.map(lambda c: c[pick], candidates)
+        return best, kept[pick]
 
     def differentiable_solution(
         self, solution: QPSolution, P, q, A, lower, upper, *, slack_tol=None
