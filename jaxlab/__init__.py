@@ -5,6 +5,8 @@ multi-process launch), ``jaxlab.solvers`` (jaxopt-shaped solvers), ``jaxlab.nn``
 modules), ``jaxlab.particles`` (mean-field Langevin particle systems: MFLD, mirror MFLD),
 ``jaxlab.stochprog`` (data-driven stochastic programming: APUB, bootstrap LPs, two-stage models),
 ``jaxlab.quant`` (post-training weight quantization: RTN, GPTQ, STLA),
+``jaxlab.inverse`` (inverse problems with flow-matching priors: MS-Flow multiple shooting and the
+D-Flow single-shooting baseline, diffrax flow maps, forward models with adjoints),
 ``jaxlab.experiments`` (the registered paper reproductions).
 """
 
@@ -15,6 +17,7 @@ import importlib as _importlib
 __all__ = [
     "__version__",
     "distributed",
+    "inverse",
     "nn",
     "optim",
     "particles",

@@ -1458,3 +1458,60 @@ SOLVER_CASES += [
         grad_rtol=1e-5,
     ),
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# SingleShooting / MSFlow (jaxlab.inverse, issue 22): the note's 2-D toy (the exact three-mode
+# mixture flow, A = [1, 0], σ = 0.05), a few Adam steps / sweeps on one problem.
+
+
+def _single_shooting_case() -> SolverProblem:
+    from jaxlab.inverse import (
+        GaussianMixtureFlow,
+        SingleShooting,
+        matrix_operator,
+        three_mode_mixture,
+    )
+
+    solver = SingleShooting(
+        GaussianMixtureFlow.velocity, 0.05, num_steps=4, adjoint="backprop", maxiter=6
+    )
+    return SolverProblem(
+        solver=solver,
+        init_params=jnp.array([0.5, 0.5]),
+        args=(jnp.array([1.5]), matrix_operator(jnp.array([[1.0, 0.0]])), three_mode_mixture()),
+    )
+
+
+def _msflow_case() -> SolverProblem:
+    from jaxlab.inverse import GaussianMixtureFlow, MSFlow, matrix_operator, three_mode_mixture
+
+    flow = three_mode_mixture()
+    solver = MSFlow(GaussianMixtureFlow.velocity, 0.05, 2, 2, jacobian="identity", maxiter=6)
+    return SolverProblem(
+        solver=solver,
+        init_params=solver.init_params(jnp.array([0.5, 0.5]), flow),
+        args=(jnp.array([1.5]), matrix_operator(jnp.array([[1.0, 0.0]])), flow),
+    )
+
+
+_SHOOTING_NOTES = (
+    "Adam with a constant step (and, for MSFlow, a mu schedule over maxiter sweeps) runs its "
+    "fixed number of steps and ends near, not at, a stationary point of the objective, so "
+    "optimality_fun (the exact gradient) is not ~0 there and the end point is not a root to "
+    "differentiate implicitly"
+)
+SOLVER_CASES += [
+    SolverCase(
+        name="single_shooting_backprop_mixture_toy",
+        make=_single_shooting_case,
+        skip=frozenset({"optimality"}),
+        notes=_SHOOTING_NOTES,
+    ),
+    SolverCase(
+        name="msflow_jacobian_free_mixture_toy",
+        make=_msflow_case,
+        skip=frozenset({"optimality"}),
+        notes=_SHOOTING_NOTES,
+    ),
+]

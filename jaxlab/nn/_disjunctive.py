@@ -1228,7 +1228,11 @@ class DisjunctiveLayer(nnx.Module):
         rough = admm.run(init, *stopped)
         # Scenarios left at λ ≈ 0 by ADMM (10x its tolerance) are pinned at ν = λ = 0.
         fixed = None if idle_rows is None else idle_rows(rough.params.primal, 10 * admm.tol)
-        polished, kept = admm.polish(rough.params, *stopped, feasibility_tol=tol, fixed=fixed)
+        # Two repair rounds per starting active set (a third added a quarter to a training step
+        # and polished no more of the note's input-decided hulls).
+        polished, kept = admm.polish(
+            rough.params, *stopped, feasibility_tol=tol, fixed=fixed, steps=2
+        )
         violation = admm.primal_violation(polished, *stopped[2:])
         solution = admm.differentiable_solution(polished, P, q, A, lower, upper, slack_tol=10 * tol)
         # Projected: ADMM reached its tolerance, and the returned point is feasible to tol
