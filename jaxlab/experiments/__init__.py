@@ -87,7 +87,7 @@ def unknown_name_message(name: str) -> str:
 
     Examples:
       >>> unknown_name_message("mmfdl")
-      "unknown experiment 'mmfdl'; did you mean mmfld? (`jaxlab list` shows all)"
+      "unknown experiment 'mmfdl'; did you mean mmfld, msflow? (`jaxlab list` shows all)"
     """
     _check_name(name)
     close = difflib.get_close_matches(name, names(), n=3, cutoff=0.5)
