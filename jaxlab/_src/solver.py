@@ -95,6 +95,14 @@ class SolverStatus(enum.IntEnum):
     BAD_BATCH_SIZE = 4
 
 
+#: ``state.status`` of a :class:`jaxlab.solvers.DenseQP` run stopped by a primal infeasibility
+#: certificate (also the status of :class:`jaxlab.nn.DisjunctiveLayer` for an input whose rules
+#: are infeasible). It is a failure code (``> SolverStatus.NONFINITE``), so ``run``'s loop stops
+#: on it; ``SolverStatus`` does not name it yet. Defined here, below both, so ``jaxlab.nn`` can
+#: import it without importing ``jaxlab.solvers`` (which imports ``jaxlab.nn``).
+QP_PRIMAL_INFEASIBLE = 5
+
+
 def _tree_all_finite(tree: Any) -> jax.Array:
     """Whether every floating leaf of ``tree`` is finite (integer and key leaves always are)."""
     finite = jnp.asarray(True)

@@ -17,6 +17,7 @@ References:
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 from typing import Any
@@ -53,7 +54,7 @@ def _broadcast(v: jax.Array, like: jax.Array) -> jax.Array:
     return jnp.broadcast_to(v.astype(like.dtype), like.shape)
 
 
-class LinearOperator:
+class LinearOperator(abc.ABC):
     """Base class of the forward models: ``A: R^D -> R^M`` on the last axis, with its adjoint.
 
     Subclasses define ``input_size``, ``output_size``, ``matvec`` and ``rmatvec``; they may
@@ -72,23 +73,27 @@ class LinearOperator:
     cg_tol: float = 1e-7
 
     @property
-    def input_size(self) -> int:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def input_size(self) -> int:
+        """``D``, the size of the signal's last axis."""
 
     @property
-    def output_size(self) -> int:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def output_size(self) -> int:
+        """``M``, the size of ``A x``'s last axis."""
 
     @property
     def num_measurements(self) -> int | jax.Array:
         """The number of real measurements (``M``; the observed pixels of a mask)."""
         return self.output_size
 
-    def matvec(self, x: jax.Array) -> jax.Array:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def matvec(self, x: jax.Array) -> jax.Array:
+        """``A x`` on the last axis."""
 
-    def rmatvec(self, y: jax.Array) -> jax.Array:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def rmatvec(self, y: jax.Array) -> jax.Array:
+        """``Aᵀ y`` on the last axis (the exact adjoint of :meth:`matvec`)."""
 
     def noise_mask(self, noise: jax.Array) -> jax.Array:
         """The part of ``noise`` (shaped like ``A x``) that reaches the measurements."""

@@ -56,7 +56,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from jaxlab._src import validation
-from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus
+from jaxlab._src.solver import QP_PRIMAL_INFEASIBLE, IterativeSolver, OptStep, SolverStatus
 
 __all__ = [
     "QP_PRIMAL_INFEASIBLE",
@@ -66,11 +66,6 @@ __all__ = [
     "qp_kkt_regularized_solve",
     "qp_kkt_tangent_solve",
 ]
-
-#: ``state.status`` of a :class:`DenseQP` run stopped by a primal infeasibility certificate. It
-#: is a failure code (``> SolverStatus.NONFINITE``), so ``run``'s loop stops on it; the
-#: ``SolverStatus`` enum of the solver base does not name it yet.
-QP_PRIMAL_INFEASIBLE = 5
 
 
 class QPSolution(NamedTuple):
