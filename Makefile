@@ -9,7 +9,7 @@ PYTEST_WORKERS ?= 2
 # worksteal: an idle worker takes queued tests from the busy one, so the long notebook and
 # smoke-experiment tests do not leave one core idle at the end of the run.
 
-.PHONY: reproduce test test-slow bench notebooks docs lint format clean
+.PHONY: reproduce test test-slow bench bench-bo-peers notebooks docs lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# jaxlab's single-GP EI against BoTorch (issue 17). torch is several GB from the package index, so
+# only this target installs the peers-bo extra; make test and make bench never do.
+bench-bo-peers: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[peers-bo]'
+	$(BIN)/python -m benchmarks.peers_botorch
 
 # The API reference in docs/_build/html, warnings as errors. Executed notebooks (make notebooks)
 # are rendered as pages when present, never re-executed.

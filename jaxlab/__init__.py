@@ -7,6 +7,8 @@ modules), ``jaxlab.particles`` (mean-field Langevin particle systems: MFLD, mirr
 ``jaxlab.quant`` (post-training weight quantization: RTN, GPTQ, STLA),
 ``jaxlab.inverse`` (inverse problems with flow-matching priors: MS-Flow multiple shooting and the
 D-Flow single-shooting baseline, diffrax flow maps, forward models with adjoints),
+``jaxlab.bo`` (Bayesian optimization: exact GPs, RAMBO's Dirichlet-process mixture of GPs, the
+BO loop and its test functions),
 ``jaxlab.experiments`` (the registered paper reproductions).
 """
 
@@ -16,6 +18,7 @@ import importlib as _importlib
 
 __all__ = [
     "__version__",
+    "bo",
     "distributed",
     "inverse",
     "nn",

@@ -1,0 +1,272 @@
+"""RAMBO's sampler and predictions: the note's check values, a second implementation of the
+sweep (NumPy, explicit refits), reproducibility, partition recovery, non-finite reporting."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+from jaxlab.bo import (
+    GPParams,
+    MixturePrediction,
+    RamboState,
+    concentration_schedule,
+    expected_improvement,
+    fit_gp,
+    gp_predict,
+    inverse_gamma_log_prob,
+    mixture_expected_improvement,
+    mixture_moments,
+    mixture_posterior,
+    mixture_predict,
+    numpy_gibbs_sweep,
+    rambo_fit,
+    rambo_init,
+    rambo_log_prior,
+    rambo_sweep,
+    sample_two_gp_regimes,
+    spatial_gate,
+    standardize,
+    sweep_randomness,
+)
+
+# The issue's partition-recovery setting, fixed before any run (not tuned): two GPs on the
+# halves of [0, 1] with lengthscales 0.05 and 0.5, 60 points, noise 0.05; 200 sweeps.
+PARTITION_POINTS = 60
+PARTITION_SWEEPS = 200
+MIN_ARI = 0.9
+MIN_SEEDS = 4
+
+
+def test_note_check_values():
+    # check 2: inverse-gamma log densities
+    assert float(inverse_gamma_log_prob(1.0, 3.0, 2.0)) == pytest.approx(-0.613706, abs=1e-6)
+    assert float(inverse_gamma_log_prob(1.0, 3.0, 1.5)) == pytest.approx(-0.976752, abs=1e-6)
+    assert float(inverse_gamma_log_prob(0.1, 3.0, 0.3)) == pytest.approx(1.905275, abs=1e-6)
+    # check 3: concentration schedules
+    sqrtlog = concentration_schedule("sqrtlog", alpha0=2.0)
+    expected = {
+        1: 1.5229,
+        2: 1.8231,
+        5: 2.1884,
+        10: 2.4870,
+        20: 2.8638,
+        50: 3.5668,
+        100: 4.3178,
+        200: 5.3248,
+    }
+    for t, value in expected.items():
+        assert sqrtlog(t) == pytest.approx(value, abs=1e-4)
+    linear = concentration_schedule("linear", alpha_start=0.5, alpha_end=5.0, total=200)
+    assert [round(linear(t), 6) for t in (1, 100, 200)] == [0.5, 2.738693, 5.0]
+    assert concentration_schedule("constant", alpha0=3.0)(17) == 3.0
+    # check 4: mixture moments
+    mu, intra, inter = mixture_moments(
+        jnp.array([0.7, 0.3]), jnp.array([1.0, -1.0]), jnp.array([0.04, 0.25])
+    )
+    assert [float(v) for v in (mu, intra, inter)] == pytest.approx([0.4, 0.103, 0.84], abs=1e-6)
+    assert float(intra + inter) == pytest.approx(0.943, abs=1e-6)
+    # check 5: single- and two-component EI
+    pred = MixturePrediction(
+        mu, intra, inter, jnp.array([0.7, 0.3]), jnp.array([1.0, -1.0]), jnp.array([0.04, 0.25])
+    )
+    assert float(mixture_expected_improvement(pred, 0.8, xi=0.1)) == pytest.approx(
+        0.097694, abs=1e-6
+    )
+    one = pred._replace(weights=jnp.array([1.0, 0.0]))
+    assert float(mixture_expected_improvement(one, 0.8, xi=0.1)) == pytest.approx(
+        float(expected_improvement(1.0, 0.2, 0.8, xi=0.1)), rel=1e-6
+    )
+    # check 6: the gate
+    w = spatial_gate(jnp.array([12, 8]), 20, 2.0, jnp.array([0.04, 0.25]))
+    np.testing.assert_allclose(w, [0.789472, 0.210528], atol=1e-6)
+
+
+@pytest.mark.parametrize(("n", "k0"), [(5, 1), (19, 1), (20, 2), (29, 2), (30, 3), (100, 3)])
+def test_note_check_9_initial_number_of_regimes(n, k0):
+    x = jnp.linspace(0.0, 1.0, n)[:, None]
+    state = rambo_init(jax.random.key(0), x, jnp.sin(5 * x[:, 0]))
+    assert int(state.active.sum()) <= k0  # k-means may leave a center empty, never adds one
+    assert int(state.active.sum()) == k0 or n < 30
+
+
+def _padded_data(n_valid=14, n_max=18, seed=0):
+    x, y, _ = sample_two_gp_regimes(jax.random.key(seed), n_valid)
+    x = jnp.concatenate([x, jnp.full((n_max - n_valid, 1), 7.0)])
+    y = jnp.concatenate([y, jnp.full(n_max - n_valid, 123.0)])
+    return x, y, jnp.arange(n_max) < n_valid
+
+
+@pytest.mark.parametrize("variant", ["textbook", "reference"])
+def test_sweep_matches_the_numpy_implementation(variant):
+    """The jitted sweep (rank-one inverse updates, padded rows) makes the same moves as the
+    direct NumPy sweep (an explicit GP fit per regime per point) given the same numbers."""
+    with jax.enable_x64(True):
+        x, y, mask = _padded_data()
+        n = int(mask.sum())
+        state = rambo_init(jax.random.key(1), x, y, mask, max_clusters=6)
+        state = state._replace(alpha=jnp.asarray(3.0, state.alpha.dtype))
+        moved = 0
+        for s in range(4):
+            r = sweep_randomness(jax.random.key(10 + s), x.shape[0])
+            new, info = rambo_sweep(r, state, x, y, mask, variant=variant)
+            keep = np.asarray(r.order) < n
+            z, lp = numpy_gibbs_sweep(
+                np.asarray(x[:n]),
+                np.asarray(y[:n]),
+                np.asarray(state.assignments[:n]),
+                np.asarray(state.log_params),
+                3.0,
+                np.asarray(r.order)[keep],
+                np.asarray(r.uniforms)[keep],
+                np.asarray(r.prior_draws),
+                variant=variant,
+            )
+            np.testing.assert_array_equal(np.asarray(new.assignments[:n]), z)
+            np.testing.assert_allclose(np.asarray(new.log_params), lp, rtol=1e-12)
+            assert int(info.nonfinite) == 0
+            moved += int(info.moved)
+            state = new
+        assert moved > 0  # the sweeps did move points: the comparison is not vacuous
+
+
+def test_fit_is_reproducible_from_its_key():
+    x, y, mask = _padded_data()
+    fit = jax.jit(lambda k: rambo_fit(k, x, y, mask, num_sweeps=6, burn_in=2))
+    a, b, c = fit(jax.random.key(3)), fit(jax.random.key(3)), fit(jax.random.key(4))
+    for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(u, v)
+    assert not np.array_equal(a[0].assignments, c[0].assignments) or not np.array_equal(
+        a[0].log_params, c[0].log_params
+    )
+    state, info = a
+    assert info.num_clusters.shape == (6,) and int(state.count) == 6
+    assert int(info.nonfinite) == 0
+    assert 1 <= int(state.active.sum()) <= state.log_params.shape[0]
+
+
+def test_map_refit_raises_each_regimes_log_posterior():
+    x, y, mask = _padded_data()
+    base = dict(num_sweeps=5, burn_in=0, hyper_update_every=5)
+    with jax.enable_x64(True):
+        no_map, _ = rambo_fit(jax.random.key(0), x, y, mask, map_steps=0, **base)
+        refit, _ = rambo_fit(jax.random.key(0), x, y, mask, map_steps=30, **base)
+        np.testing.assert_array_equal(no_map.assignments, refit.assignments)  # refit is last
+        xs, ys, _ = standardize(x, y, mask)
+        from jaxlab.bo import gp_log_marginal
+
+        for k in np.flatnonzero(np.asarray(refit.active)):
+            member = (refit.assignments == k) & mask
+
+            def log_post(lp, member=member):
+                t = jnp.exp(lp)
+                return gp_log_marginal(
+                    xs, ys, GPParams(t[0], t[1], t[2]), member
+                ) + rambo_log_prior(lp)
+
+            assert float(log_post(refit.log_params[k])) > float(log_post(no_map.log_params[k]))
+
+
+def test_one_regime_mixture_equals_the_single_gp():
+    """With one active regime the gate is 1, the mixture moments are the GP's and mixture EI
+    is plain EI (the note's check 11)."""
+    with jax.enable_x64(True):
+        x, y, mask = _padded_data()
+        lp = jnp.log(jnp.array([[1.2, 0.4, 0.1]] * 5))
+        state = RamboState(
+            jnp.zeros(x.shape[0], jnp.int32),
+            jnp.arange(5) == 0,
+            lp,
+            jnp.asarray(2.0),
+            jnp.zeros([], jnp.int32),
+            jnp.zeros([], jnp.int32),
+        )
+        xt = jnp.linspace(0.0, 1.0, 9)[:, None]
+        pred = mixture_predict(mixture_posterior(state, x, y, mask), xt)
+        xs, ys, st = standardize(x, y, mask)
+        mean, var = gp_predict(
+            xs, ys, (xt - st.x_mean[None]) / st.x_std[None], GPParams(1.2, 0.4, 0.1), mask
+        )
+        np.testing.assert_allclose(pred.weights[:, 0], 1.0)
+        np.testing.assert_allclose(pred.mean, mean * st.y_std + st.y_mean, rtol=1e-10)
+        np.testing.assert_allclose(pred.intra, var * st.y_std**2, rtol=1e-10)
+        np.testing.assert_allclose(pred.inter, 0.0, atol=1e-12)
+        best = float(jnp.max(jnp.where(mask, y, -jnp.inf)))
+        np.testing.assert_allclose(
+            mixture_expected_improvement(pred, best),
+            expected_improvement(pred.mean, jnp.sqrt(pred.intra), best),
+            rtol=1e-10,
+        )
+
+
+def test_nonfinite_observation_under_jit_is_counted():
+    x, y, mask = _padded_data()
+    y = y.at[3].set(jnp.nan)
+    state, info = jax.jit(lambda k, y: rambo_fit(k, x, y, mask, num_sweeps=3, burn_in=0))(
+        jax.random.key(0), y
+    )
+    assert int(info.nonfinite) > 0 and int(state.nonfinite) == int(info.nonfinite)
+    with pytest.raises(ValueError, match="y must be finite"):
+        rambo_fit(jax.random.key(0), x, y, mask, num_sweeps=3, burn_in=0)
+
+
+def _prior(p):
+    return rambo_log_prior(jnp.log(jnp.stack([p.signal_std, p.lengthscale, p.noise_std])))
+
+
+@jax.jit
+def _map_objective(xs, ys, member):
+    init = GPParams(jnp.array(1.0), jnp.array(0.5), jnp.array(0.1))
+    _, info = fit_gp(xs, ys, member, init=init, ard=False, log_prior=_prior, steps=100)
+    return info.objective
+
+
+def _log_joint(xs, ys, z, alpha=2.0):
+    """CRP log prior of the partition plus each regime's MAP log marginal (the model's own
+    score of a partition)."""
+    sizes = np.bincount(z)
+    sizes = sizes[sizes > 0]
+    n = len(z)
+    crp = len(sizes) * math.log(alpha) + sum(math.lgamma(s) for s in sizes)
+    crp -= sum(math.log(alpha + i) for i in range(n))
+
+    total = crp
+    for k in np.unique(z):
+        total -= float(_map_objective(xs, ys, jnp.asarray(z == k)))
+    return total
+
+
+def test_two_gp_partition_the_models_log_joint_prefers_one_regime():
+    """Why the issue's recovery criterion (below) does not hold: on the issue's data the model's
+    own posterior score (CRP prior + MAP marginal likelihoods) ranks one regime above the true
+    two-half partition; the CRP's partition prior costs a balanced split ~37 nats here, more
+    than the likelihood gains."""
+    with jax.enable_x64(True):
+        x, y, labels = sample_two_gp_regimes(jax.random.key(0), PARTITION_POINTS)
+        mask = jnp.ones(PARTITION_POINTS, bool)
+        xs, ys, _ = standardize(x, y, mask)
+        truth = _log_joint(xs, ys, np.asarray(labels))
+        one = _log_joint(xs, ys, np.zeros(PARTITION_POINTS, int))
+        assert one > truth + 5.0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="a faithful sampler does not recover the halves: the model's log joint prefers one "
+    "regime (ARI near 0 in every seed); see the test above",
+)
+def test_two_gp_partition_recovery_issue_criterion():
+    with jax.enable_x64(True):
+        fit = jax.jit(lambda k, x, y: rambo_fit(k, x, y, num_sweeps=PARTITION_SWEEPS, burn_in=100))
+        aris = []
+        for seed in range(5):
+            x, y, labels = sample_two_gp_regimes(jax.random.key(seed), PARTITION_POINTS)
+            state, _ = fit(jax.random.key(100 + seed), x, y)
+            aris.append(adjusted_rand_score(np.asarray(labels), np.asarray(state.assignments)))
+        assert sum(a >= MIN_ARI for a in aris) >= MIN_SEEDS, aris
