@@ -128,7 +128,7 @@ pts = jax.random.uniform(jax.random.key(2), (40, 2), minval=-1.0, maxval=1.0)
 vals = -two_regime(pts)  # the surrogates maximize
 state, _ = rambo_fit(jax.random.key(3), pts, vals, num_sweeps=sweeps, burn_in=sweeps // 2)
 grid = jnp.stack([jnp.linspace(-1, 1, 200), jnp.full(200, -0.125)], -1)
-pred = mixture_predict(mixture_posterior(state, pts, vals), grid)
+pred = jax.jit(lambda st: mixture_predict(mixture_posterior(st, pts, vals), grid))(state)
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
 axes[0].plot(grid[:, 0], -two_regime(grid), "k--", label="truth")
 axes[0].plot(grid[:, 0], pred.mean, label="mixture mean")

@@ -42,12 +42,14 @@ from jaxlab.bo._gp import (
     GPFitInfo,
     GPParams,
     GPPosterior,
+    Standardization,
     fit_gp,
     gp_log_marginal,
     gp_loo_predictive,
     gp_posterior,
     gp_predict,
     rbf_kernel,
+    standardize,
 )
 from jaxlab.bo._loop import AcquisitionConfig, BOResult, RamboConfig, bayes_opt
 from jaxlab.bo._mixture import (
@@ -79,13 +81,11 @@ from jaxlab.bo._problems import (
 from jaxlab.bo._rambo import (
     RamboFitInfo,
     RamboState,
-    Standardization,
     SweepInfo,
     SweepRandomness,
     rambo_fit,
     rambo_init,
     rambo_sweep,
-    standardize,
     sweep_randomness,
 )
 from jaxlab.bo._reference import numpy_gibbs_sweep

@@ -29,12 +29,14 @@ __all__ = [
     "GPFitInfo",
     "GPParams",
     "GPPosterior",
+    "Standardization",
     "fit_gp",
     "gp_log_marginal",
     "gp_loo_predictive",
     "gp_posterior",
     "gp_predict",
     "rbf_kernel",
+    "standardize",
 ]
 
 DEFAULT_JITTER = 1e-6
@@ -46,6 +48,7 @@ _LOG_NOISE_RANGE = (0.5 * math.log(1e-8), 0.5 * math.log(10.0))
 # In float32 the noise-variance floor is 1e-6 instead: below it a float32 Cholesky factor of a
 # standardized RBF kernel is unreliable (NaN), the failure the RAMBO note warns of.
 _LOG_NOISE_FLOOR_FLOAT32 = 0.5 * math.log(1e-6)
+_STD_FLOOR = 1e-12  # a spread below this (constant data) standardizes by 1
 
 
 class GPParams(NamedTuple):
@@ -164,6 +167,47 @@ def log_marginal_unchecked(x, y, mask, params: GPParams, jitter) -> jax.Array:
         - jnp.sum(jnp.log(jnp.diagonal(chol)))
         - 0.5 * count * jnp.log(2.0 * jnp.pi).astype(x.dtype)
     )
+
+
+class Standardization(NamedTuple):
+    """Per-dimension mean/spread of ``x`` and mean/spread of ``y`` over the unmasked rows.
+
+    Examples:
+      >>> Standardization._fields
+      ('x_mean', 'x_std', 'y_mean', 'y_std')
+    """
+
+    x_mean: jax.Array
+    x_std: jax.Array
+    y_mean: jax.Array
+    y_std: jax.Array
+
+
+def standardize(x, y, mask=None) -> tuple[jax.Array, jax.Array, Standardization]:
+    """``((x - mean)/std, (y - m_y)/s_y, stats)`` over the unmasked rows (spreads of 0 read as 1).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> xs, ys, stats = standardize(jnp.array([[0.0], [2.0]]), jnp.array([1.0, 3.0]),
+      ...                             jnp.array([True, True]))
+      >>> xs[:, 0].tolist(), ys.tolist(), float(stats.y_std)
+      ([-1.0, 1.0], [-1.0, 1.0], 1.0)
+    """
+    x, y, mask = _check_training(x, y, mask)
+    w = mask.astype(x.dtype)
+    count = jnp.maximum(jnp.sum(w), 1.0)
+
+    def moments(v, weights):
+        mean = jnp.sum(v * weights, 0, keepdims=True) / count
+        std = jnp.sqrt(jnp.sum(weights * (v - mean) ** 2, 0, keepdims=True) / count)
+        return mean, jnp.where(std > _STD_FLOOR, std, 1.0)
+
+    x_mean, x_std = moments(x, w[:, None])
+    y_mean, y_std = moments(y, w)
+    xs = jnp.where(mask[:, None], (x - x_mean) / x_std, 0.0)
+    x_mean, x_std, y_mean, y_std = x_mean[0], x_std[0], y_mean[0], y_std[0]
+    ys = jnp.where(mask, (y - y_mean) / y_std, 0.0)
+    return xs, ys, Standardization(x_mean, x_std, y_mean, y_std)
 
 
 class GPPosterior(NamedTuple):

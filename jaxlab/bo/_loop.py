@@ -272,11 +272,13 @@ def bayes_opt(
       >>> import jax
       >>> from jaxlab.bo import bo_problem
       >>> problem = bo_problem("two_regime")
-      >>> fast = AcquisitionConfig(num_candidates=64, adam_steps=5, lbfgs_steps=5)
-      >>> result = bayes_opt(jax.random.key(0), problem.objective, problem.bounds,
-      ...                    surrogate="sgp", num_init=4, num_iters=2, acquisition=fast)
+      >>> fast = AcquisitionConfig(num_candidates=64, num_starts=2, adam_steps=2, lbfgs_steps=2)
+      >>> with jax.enable_x64(True):  # float64 GP maths, scoped
+      ...     result = bayes_opt(jax.random.key(0), problem.objective, problem.bounds,
+      ...                        surrogate="sgp", num_init=4, num_iters=3, acquisition=fast,
+      ...                        gp_steps=5)
       >>> result.x.shape, bool(result.best_so_far[-1] <= result.best_so_far[0])
-      ((6, 2), True)
+      ((7, 2), True)
     """
     validation.check_key(rng_key)
     if not callable(objective):

@@ -20,8 +20,15 @@ import jax.numpy as jnp
 
 from jaxlab._src import validation
 from jaxlab.bo._acquisition import expected_improvement
-from jaxlab.bo._gp import DEFAULT_JITTER, GPParams, GPPosterior, gp_posterior
-from jaxlab.bo._rambo import RamboState, Standardization, _check_data, _members, standardize
+from jaxlab.bo._gp import (
+    DEFAULT_JITTER,
+    GPParams,
+    GPPosterior,
+    Standardization,
+    gp_posterior,
+    standardize,
+)
+from jaxlab.bo._rambo import RamboState, _check_data, _members
 
 __all__ = [
     "MixturePosterior",
@@ -141,9 +148,9 @@ def mixture_posterior(state: RamboState, x, y, mask=None, *, jitter=DEFAULT_JITT
     Examples:
       >>> import jax, jax.numpy as jnp
       >>> from jaxlab.bo import rambo_fit
-      >>> x = jnp.linspace(-1.0, 1.0, 20)[:, None]
+      >>> x = jnp.linspace(-1.0, 1.0, 10)[:, None]
       >>> y = jnp.sin(3 * x[:, 0])
-      >>> state, _ = rambo_fit(jax.random.key(0), x, y, num_sweeps=5, burn_in=0)
+      >>> state, _ = rambo_fit(jax.random.key(0), x, y, num_sweeps=3, burn_in=0)
       >>> pred = mixture_predict(mixture_posterior(state, x, y), x[:3])
       >>> pred.mean.shape, bool(jnp.allclose(pred.weights.sum(-1), 1.0))
       ((3,), True)

@@ -48,6 +48,7 @@ The released code's quirks and what this module does (``variant``):
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -56,65 +57,26 @@ import numpy as np
 import optax
 
 from jaxlab._src import validation
-from jaxlab.bo._gp import DEFAULT_JITTER, GPParams, log_marginal_unchecked
+from jaxlab.bo._gp import (
+    DEFAULT_JITTER,
+    GPParams,
+    log_marginal_unchecked,
+    standardize,
+)
 from jaxlab.bo._priors import _sample_prior, rambo_log_prior
 
 __all__ = [
     "RamboFitInfo",
     "RamboState",
-    "Standardization",
     "SweepInfo",
     "SweepRandomness",
     "rambo_fit",
     "rambo_init",
     "rambo_sweep",
     "sweep_randomness",
-    "standardize",
 ]
 
 _VARIANTS = ("textbook", "reference")
-_STD_FLOOR = 1e-12
-
-
-class Standardization(NamedTuple):
-    """Per-dimension mean/spread of ``x`` and mean/spread of ``y`` over the unmasked rows.
-
-    Examples:
-      >>> Standardization._fields
-      ('x_mean', 'x_std', 'y_mean', 'y_std')
-    """
-
-    x_mean: jax.Array
-    x_std: jax.Array
-    y_mean: jax.Array
-    y_std: jax.Array
-
-
-def standardize(x, y, mask=None) -> tuple[jax.Array, jax.Array, Standardization]:
-    """``((x - mean)/std, (y - m_y)/s_y, stats)`` over the unmasked rows (spreads of 0 read as 1).
-
-    Examples:
-      >>> import jax.numpy as jnp
-      >>> xs, ys, stats = standardize(jnp.array([[0.0], [2.0]]), jnp.array([1.0, 3.0]),
-      ...                             jnp.array([True, True]))
-      >>> xs[:, 0].tolist(), ys.tolist(), float(stats.y_std)
-      ([-1.0, 1.0], [-1.0, 1.0], 1.0)
-    """
-    x, y, mask = _check_data(x, y, mask)
-    w = mask.astype(x.dtype)
-    count = jnp.maximum(jnp.sum(w), 1.0)
-
-    def moments(v, weights):
-        mean = jnp.sum(v * weights, 0, keepdims=True) / count
-        std = jnp.sqrt(jnp.sum(weights * (v - mean) ** 2, 0, keepdims=True) / count)
-        return mean, jnp.where(std > _STD_FLOOR, std, 1.0)
-
-    x_mean, x_std = moments(x, w[:, None])
-    y_mean, y_std = moments(y, w)
-    xs = jnp.where(mask[:, None], (x - x_mean) / x_std, 0.0)
-    x_mean, x_std, y_mean, y_std = x_mean[0], x_std[0], y_mean[0], y_std[0]
-    ys = jnp.where(mask, (y - y_mean) / y_std, 0.0)
-    return xs, ys, Standardization(x_mean, x_std, y_mean, y_std)
 
 
 class RamboState(NamedTuple):
@@ -283,6 +245,11 @@ def rambo_init(rng_key, x, y, mask=None, *, alpha=2.0, max_clusters: int = 8) ->
     x, y, mask = _check_data(x, y, mask)
     _check_alpha(alpha)
     max_clusters = validation.check_int(max_clusters, "max_clusters", minimum=3)
+    return _init_jit(rng_key, x, y, mask, jnp.asarray(alpha, x.dtype), max_clusters=max_clusters)
+
+
+@functools.partial(jax.jit, static_argnames=("max_clusters",))
+def _init_jit(rng_key, x, y, mask, alpha, *, max_clusters):
     xs, _, _ = standardize(x, y, mask)
     k1, k2 = jax.random.split(rng_key)
     z = jnp.where(mask, _kmeans(k1, xs, mask), 0)
@@ -291,7 +258,7 @@ def rambo_init(rng_key, x, y, mask=None, *, alpha=2.0, max_clusters: int = 8) ->
         z,
         counts > 0,
         _sample_prior(k2, (max_clusters,)).astype(x.dtype),
-        jnp.asarray(alpha, x.dtype),
+        alpha,
         jnp.zeros([], jnp.int32),
         jnp.zeros([], jnp.int32),
     )
@@ -457,7 +424,7 @@ def rambo_sweep(
 
     Examples:
       >>> import jax, jax.numpy as jnp
-      >>> x = jnp.linspace(0.0, 1.0, 20)[:, None]
+      >>> x = jnp.linspace(0.0, 1.0, 10)[:, None]
       >>> y = jnp.sin(6 * x[:, 0])
       >>> state = rambo_init(jax.random.key(0), x, y)
       >>> state, info = rambo_sweep(jax.random.key(1), state, x, y)
@@ -471,6 +438,11 @@ def rambo_sweep(
     else:
         validation.check_key(rng_key_or_randomness, "rng_key_or_randomness")
         rand = sweep_randomness(rng_key_or_randomness, x.shape[0])
+    return _sweep_jit(x, y, mask, state, rand, jitter, variant=variant)
+
+
+@functools.partial(jax.jit, static_argnames=("variant",))
+def _sweep_jit(x, y, mask, state, rand, jitter, *, variant):
     xs, ys, _ = standardize(x, y, mask)
     return _sweep_core(xs, ys, mask, state, rand, variant, jitter)
 
@@ -542,11 +514,11 @@ def rambo_fit(
 
     Examples:
       >>> import jax, jax.numpy as jnp
-      >>> x = jnp.linspace(-1.0, 1.0, 24)[:, None]
+      >>> x = jnp.linspace(-1.0, 1.0, 10)[:, None]
       >>> y = jnp.where(x[:, 0] < 0, 0.0, jnp.sin(12 * x[:, 0]))
-      >>> state, info = rambo_fit(jax.random.key(0), x, y, num_sweeps=10, burn_in=5)
+      >>> state, info = rambo_fit(jax.random.key(0), x, y, num_sweeps=3, burn_in=0)
       >>> info.num_clusters.shape, int(state.count)
-      ((10,), 10)
+      ((3,), 3)
     """
     validation.check_key(rng_key)
     _check_variant(variant)
@@ -555,9 +527,23 @@ def rambo_fit(
     every = validation.check_positive_int(hyper_update_every, "hyper_update_every")
     map_steps = validation.check_int(map_steps, "map_steps", minimum=0)
     validation.check_learning_rate(map_learning_rate, "map_learning_rate")
-    init_key, sweep_key = jax.random.split(rng_key)
-    state = rambo_init(init_key, x, y, mask, alpha=alpha, max_clusters=max_clusters)
     x, y, mask = _check_data(x, y, mask)
+    _check_alpha(alpha)
+    max_clusters = validation.check_int(max_clusters, "max_clusters", minimum=3)
+    return _fit_jit(
+        rng_key, x, y, mask, jnp.asarray(alpha, x.dtype), jnp.asarray(map_steps, jnp.int32),
+        map_learning_rate, jitter, num_sweeps=num_sweeps, burn_in=burn_in, every=every,
+        max_clusters=max_clusters, variant=variant,
+    )  # fmt: skip
+
+
+@functools.partial(
+    jax.jit, static_argnames=("num_sweeps", "burn_in", "every", "max_clusters", "variant")
+)
+def _fit_jit(rng_key, x, y, mask, alpha, map_steps, map_learning_rate, jitter, *, num_sweeps,
+             burn_in, every, max_clusters, variant):  # fmt: skip
+    init_key, sweep_key = jax.random.split(rng_key)
+    state = _init_jit(init_key, x, y, mask, alpha, max_clusters=max_clusters)
     xs, ys, _ = standardize(x, y, mask)
 
     def body(state, inputs):

@@ -158,48 +158,20 @@ probes(
     raises("total", lambda: B.concentration_schedule("linear", total=1), description="one"),
     raises("t", lambda: B.concentration_schedule("sqrtlog")(0)),
 )
+
+
+def _numpy_sweep(y=None, alpha=1.0, **kwargs):
+    y = np.asarray(_Y) if y is None else y
+    z, lp = np.zeros(6, int), np.zeros((4, 3))
+    return B.numpy_gibbs_sweep(np.asarray(_X), y, z, lp, alpha, np.arange(6), np.zeros(6),
+                               np.zeros((6, 5, 3)), **kwargs)  # fmt: skip
+
+
 probes(
     _P + "numpy_gibbs_sweep",
-    raises(
-        "alpha",
-        lambda: B.numpy_gibbs_sweep(
-            np.asarray(_X),
-            np.asarray(_Y),
-            np.zeros(6, int),
-            np.zeros((4, 3)),
-            0.0,
-            np.arange(6),
-            np.zeros(6),
-            np.zeros((6, 5, 3)),
-        ),
-    ),
-    raises(
-        "variant",
-        lambda: B.numpy_gibbs_sweep(
-            np.asarray(_X),
-            np.asarray(_Y),
-            np.zeros(6, int),
-            np.zeros((4, 3)),
-            1.0,
-            np.arange(6),
-            np.zeros(6),
-            np.zeros((6, 5, 3)),
-            variant="x",
-        ),
-    ),
-    raises(
-        "y",
-        lambda: B.numpy_gibbs_sweep(
-            np.asarray(_X),
-            "y",
-            np.zeros(6, int),
-            np.zeros((4, 3)),
-            1.0,
-            np.arange(6),
-            np.zeros(6),
-            np.zeros((6, 5, 3)),
-        ),
-    ),
+    raises("alpha", lambda: _numpy_sweep(alpha=0.0)),
+    raises("variant", lambda: _numpy_sweep(variant="x")),
+    raises("y", lambda: _numpy_sweep(y="y")),
 )
 probes(
     _P + "spatial_gate",
