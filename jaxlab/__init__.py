@@ -9,6 +9,8 @@ modules), ``jaxlab.particles`` (mean-field Langevin particle systems: MFLD, mirr
 D-Flow single-shooting baseline, diffrax flow maps, forward models with adjoints),
 ``jaxlab.bo`` (Bayesian optimization: exact GPs, RAMBO's Dirichlet-process mixture of GPs, the
 BO loop and its test functions),
+``jaxlab.uncertainty`` (credal ensembles: CreDRO's DRO members, credal sets, epistemic
+uncertainty),
 ``jaxlab.experiments`` (the registered paper reproductions).
 """
 
@@ -27,6 +29,7 @@ __all__ = [
     "quant",
     "solvers",
     "stochprog",
+    "uncertainty",
 ]
 _SUBPACKAGES = frozenset([*__all__[1:], "experiments"])
 

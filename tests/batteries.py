@@ -820,6 +820,43 @@ TRANSFORM_CASES += [
 ]
 
 
+# Per-sample harm minimisation, issue 21 (jaxlab/optim/_harm.py): the head mode around SGD-m. The
+# battery's params are a linear head (kernel "w" (4, 3), bias "b" (3,)) and its checks pass no
+# extra args, so the factory supplies fixed activations of a batch of 5 (features (5, 4), logit
+# grads (5, 3)); the battery's random gradients harm some of those samples, so the correction
+# acts in every trajectory check. num_iterations sets a loop count: static.
+def _harm_sgd_with_activations(learning_rate, momentum, margin=0.0, *, num_iterations):
+    tx = _optim.harm_sgd(
+        learning_rate, momentum, margin, kernel_path=("w",), bias_path=("b",),
+        num_iterations=num_iterations,
+    )  # fmt: skip
+    keys = jax.random.split(jax.random.key(21), 2)
+    features = jax.random.normal(keys[0], (5, 4), jnp.float32)
+    logit_grads = jax.random.normal(keys[1], (5, 3), jnp.float32)
+
+    def update(updates, state, params=None, **extra_args):
+        return tx.update(
+            updates, state, params, features=features, logit_grads=logit_grads, **extra_args
+        )
+
+    return optax.GradientTransformationExtraArgs(tx.init, update)
+
+
+TRANSFORM_CASES += [
+    TransformCase(
+        name="harm_sgd_head",
+        factory=_harm_sgd_with_activations,
+        hyperparams={"learning_rate": 0.2, "momentum": 0.5, "margin": 0.0},
+        static={"num_iterations": 100},
+        skip=frozenset({"quadratic"}),
+        notes="the no-harm constraints keep <g_i, x> non-increasing for the fixed supplied "
+        "samples, which are not the quadratic's: its minimiser can lie beyond them (f ratio 0.08 "
+        "after 300 steps); convergence with activations of the loss being minimised is tested in "
+        "tests/optim/test_harm.py",
+    ),
+]
+
+
 # ============================================================================================
 # The SOLVER battery: every jaxlab solver (jaxlab/_src/solver.py's IterativeSolver) passes it.
 #

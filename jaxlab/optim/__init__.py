@@ -44,6 +44,16 @@ from jaxlab.optim._error_feedback import (
     scale_by_error_feedback,
     scale_by_error_feedback_21,
 )
+from jaxlab.optim._harm import (
+    HarmInfo,
+    HarmState,
+    exact_harm_weights,
+    harm,
+    harm_dual_terms,
+    harm_sgd,
+    harm_train_step,
+    solve_harm_dual,
+)
 from jaxlab.optim._newton_schulz import newton_schulz_msign
 from jaxlab.optim._problems import (
     DistributedProblem,
@@ -77,6 +87,15 @@ __all__: list[str] = [
     # (jaxlab/optim/_soap.py)
     "ScaleBySoapState",
     "scale_by_soap",
+    # per-sample harm minimisation, issue 21 (jaxlab/optim/_harm.py)
+    "HarmInfo",
+    "HarmState",
+    "exact_harm_weights",
+    "harm",
+    "harm_dual_terms",
+    "harm_sgd",
+    "harm_train_step",
+    "solve_harm_dual",
     # one-step gradient delay and its correction (jaxlab/optim/_delay.py)
     "DELAY_CORRECTIONS",
     "DelayState",

@@ -215,3 +215,141 @@ probes(
     ),
 )
 no_probes("jaxlab.optim.DelayState", "a state NamedTuple: built by init")
+
+
+# ------------------------------------------------------------------------------------------------
+# Per-sample harm minimisation, issue 21 (jaxlab/optim/_harm.py).
+
+_HEAD = {"w": jnp.zeros((3, 2)), "b": jnp.zeros(2)}
+_H, _D = jnp.ones((4, 3)), jnp.ones((4, 2))
+
+
+def _harm_update(tx, **extra):
+    return tx.update(_HEAD, tx.init(_HEAD), _HEAD, **extra)
+
+
+def _harm_tx(**kwargs):
+    return optim.harm(optax.sgd(0.1), kernel_path=("w",), bias_path=("b",), **kwargs)
+
+
+probes(
+    "jaxlab.optim.harm",
+    raises("inner", lambda: optim.harm("sgd", kernel_path=("w",)), TypeError),
+    raises("kernel_path", lambda: optim.harm(optax.sgd(0.1), kernel_path="w"), TypeError),
+    raises(
+        "kernel_path",
+        lambda: _harm_update(
+            optim.harm(optax.sgd(0.1), kernel_path=("v",)), features=_H, logit_grads=_D
+        ),
+        ValueError,
+    ),  # fmt: skip
+    raises("margin", lambda: _harm_tx(margin=-1.0), ValueError),
+    raises("ridge", lambda: _harm_tx(ridge=_NAN), ValueError),
+    raises("num_iterations", lambda: _harm_tx(num_iterations=0), ValueError),
+    raises("num_iterations", lambda: _harm_tx(num_iterations=2.5), TypeError),
+    raises("params", lambda: _harm_tx().init({"w": jnp.zeros((3, 2), jnp.int32)}), TypeError),
+    raises("features", lambda: _harm_update(_harm_tx(), logit_grads=_D), TypeError),
+    raises(
+        "logit_grads", lambda: _harm_update(_harm_tx(), features=_H, logit_grads=_D[:3]), ValueError
+    ),  # fmt: skip
+    raises(
+        "features",
+        lambda: _harm_update(_harm_tx(), features=jnp.ones((4, 5)), logit_grads=_D),
+        ValueError,
+    ),  # fmt: skip
+    raises(
+        "features",
+        lambda: _harm_update(_harm_tx(), features=jnp.ones((4, 3), jnp.int32), logit_grads=_D),
+        TypeError,
+    ),  # fmt: skip
+    status(
+        "features",
+        lambda: int(
+            _harm_update(_harm_tx(), features=_H.at[0, 0].set(_NAN), logit_grads=_D)[1][
+                1
+            ].nonfinite_count
+        ),
+        lambda count: count == 1,
+        "a NaN activation is counted in HarmState.nonfinite_count",
+    ),  # fmt: skip
+)
+probes(
+    "jaxlab.optim.harm_sgd",
+    raises("learning_rate", lambda: optim.harm_sgd(-0.1, kernel_path=("w",)), ValueError),
+    raises("momentum", lambda: optim.harm_sgd(0.1, momentum=_INF, kernel_path=("w",)), ValueError),
+    raises("kernel_path", lambda: optim.harm_sgd(0.1, kernel_path=None), TypeError),
+)
+probes(
+    "jaxlab.optim.harm_dual_terms",
+    raises("kernel_direction", lambda: optim.harm_dual_terms(_H, _D, jnp.ones((2, 3))), ValueError),
+    raises(
+        "bias_direction",
+        lambda: optim.harm_dual_terms(_H, _D, jnp.ones((3, 2)), jnp.ones(3)),
+        ValueError,
+    ),  # fmt: skip
+    raises("features", lambda: optim.harm_dual_terms(None, _D, jnp.ones((3, 2))), TypeError),
+    raises("logit_grads", lambda: optim.harm_dual_terms(_H, "d", jnp.ones((3, 2))), TypeError),
+)
+probes(
+    "jaxlab.optim.solve_harm_dual",
+    raises("gram", lambda: optim.solve_harm_dual(jnp.eye(3), jnp.ones(2)), ValueError),
+    raises("linear", lambda: optim.solve_harm_dual(jnp.eye(2), jnp.ones((2, 2))), ValueError),
+    raises("margin", lambda: optim.solve_harm_dual(jnp.eye(2), jnp.ones(2), margin=-0.5)),
+    raises("ridge", lambda: optim.solve_harm_dual(jnp.eye(2), jnp.ones(2), ridge=-1.0)),
+    raises(
+        "num_iterations", lambda: optim.solve_harm_dual(jnp.eye(2), jnp.ones(2), num_iterations=-3)
+    ),  # fmt: skip
+)
+probes(
+    "jaxlab.optim.exact_harm_weights",
+    raises(
+        "direction", lambda: optim.exact_harm_weights(jnp.ones((2, 5)), jnp.ones(4)), ValueError
+    ),
+    raises(
+        "per_sample_grads", lambda: optim.exact_harm_weights(jnp.ones(5), jnp.ones(5)), ValueError
+    ),  # fmt: skip
+)
+probes(
+    "jaxlab.optim.harm_train_step",
+    raises(
+        "model_fn",
+        lambda: optim.harm_train_step(None, lambda z, b: z, optax.sgd(0.1), kernel_path=("w",)),
+        TypeError,
+    ),  # fmt: skip
+    raises(
+        "loss_fn",
+        lambda: optim.harm_train_step(lambda p, b: b, 3, optax.sgd(0.1), kernel_path=("w",)),
+        TypeError,
+    ),  # fmt: skip
+    raises(
+        "optimizer",
+        lambda: optim.harm_train_step(lambda p, b: b, lambda z, b: z, "adam", kernel_path=("w",)),
+        TypeError,
+    ),  # fmt: skip
+    raises(
+        "margin",
+        lambda: optim.harm_train_step(
+            lambda p, b: b, lambda z, b: z, optax.sgd(0.1), kernel_path=("w",), margin=_NAN
+        ),
+        ValueError,
+    ),  # fmt: skip
+    status(
+        "batch",
+        lambda: bool(
+            optim.harm_train_step(
+                lambda p, x: (x @ p["w"], x),
+                lambda z, x: optax.softmax_cross_entropy_with_integer_labels(z, jnp.zeros(4, int)),
+                optax.sgd(0.1),
+                kernel_path=("w",),
+            )(
+                {"w": jnp.zeros((3, 2))},
+                optax.sgd(0.1).init({"w": jnp.zeros((3, 2))}),
+                _H.at[0, 0].set(_NAN),
+            )[2].nonfinite
+        ),
+        lambda flagged: flagged,
+        "a NaN input is flagged in HarmInfo.nonfinite",
+    ),  # fmt: skip
+)
+no_probes("jaxlab.optim.HarmState", "a state NamedTuple: built by init")
+no_probes("jaxlab.optim.HarmInfo", "a diagnostics NamedTuple: built by harm_train_step")
