@@ -9,6 +9,7 @@ modules), ``jaxlab.particles`` (mean-field Langevin particle systems: MFLD, mirr
 D-Flow single-shooting baseline, diffrax flow maps, forward models with adjoints),
 ``jaxlab.bo`` (Bayesian optimization: exact GPs, RAMBO's Dirichlet-process mixture of GPs, the
 BO loop and its test functions),
+``jaxlab.rl`` (policy optimisation over sampled sequences: a GRPO core, TSRL, UCPO),
 ``jaxlab.uncertainty`` (credal ensembles: CreDRO's DRO members, credal sets, epistemic
 uncertainty),
 ``jaxlab.experiments`` (the registered paper reproductions).
@@ -27,6 +28,7 @@ __all__ = [
     "optim",
     "particles",
     "quant",
+    "rl",
     "solvers",
     "stochprog",
     "uncertainty",

@@ -1,0 +1,591 @@
+"""Experiment ``tsrl``: tournament-style rewards (win rate against fixed anchors) for GRPO.
+
+Juneja et al. (ICML 2026): rewarding a response by its win rate against fixed anchors under a
+pairwise judge lowers reward variance, is robust to judge noise, and gains grow with anchors.
+
+Measured (``notes/tsrl.md``). **The note's calibrated toy** (the gate):
+:func:`jaxlab.rl.tournament_bandit` (32 prompts x 16 candidates of hidden quality ``N(0, 1)``),
+a uniform-start :class:`jaxlab.rl.TabularPolicy` trained by :func:`jaxlab.rl.grpo` (8 prompts
+x G = 8 per step, ``θ_q += 0.5 (1/G) Σ Â ∇log π``, 150 steps); a Bradley-Terry judge on the
+hidden quality (τ = 0.5, position bias 0.5, verdicts flipped with probability ε). Arms:
+pointwise rubric (1-10), single comparison with a random group member, round robin, TSRL with
+K ∈ {1, 2, 4, 8, 16} anchors (drawn once per prompt from the initial policy, shared by the
+arms), and ε ∈ {0.2, 0.4} for TSRL K = 16 and single pairwise. Metrics: normalised quality (0
+uniform, 1 best), the exact hidden-quality win rate over the base policy, and the reward's noise
+variance at the base policy (fixed groups, fresh judge noise; rewards divided by their range, 1
+for win rates, 9 for rubric scores). **The core's sequence policy**:
+:class:`jaxlab.rl.AutoregressivePolicy` on :func:`jaxlab.rl.hidden_quality_sequences` (exact
+normalisation over every sequence), Adam, TSRL (K = 8) against both baselines; ``full`` runs
+it larger.
+
+Verdict (the note's rule gates): (a) quality strictly increasing in K ∈ {1, 4, 16}, q(16) -
+q(1) >= 0.1; (b) TSRL K = 4 beats pointwise and single pairwise by >= 0.05; (c) at ε = 0.2,
+TSRL K = 16 keeps >= 80% of its clean quality and beats single pairwise at ε = 0.2 by >= 0.1
+(*supported*: all; *partly*: two; *not supported*: otherwise). The issue's targets, each its
+own part: (d) TSRL (K = 8) beats both baselines (seed mean and every seed); (e) its
+standardised reward variance is below theirs; (f) its gain grows over K ∈ {1, 2, 4, 8, 16};
+(g) the same as (d) on the sequence policy. (h) The note's reference checks 1-4.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+from matplotlib.figure import Figure
+
+from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
+from jaxlab.rl import (
+    AutoregressivePolicy,
+    TabularPolicy,
+    group_advantages,
+    grpo,
+    hidden_quality_sequences,
+    hidden_quality_win_rate,
+    normalized_quality,
+    pointwise_reward,
+    round_robin_reward,
+    select_anchors,
+    single_pairwise_reward,
+    split_policy,
+    synthetic_pairwise_judge,
+    synthetic_rubric_judge,
+    tournament_bandit,
+    win_rate_reward,
+)
+
+__all__ = ["TSRLConfig", "run"]
+
+CLAIM = (
+    "Juneja et al. (ICML 2026, TSRL): rewarding a response by its win rate against a fixed set "
+    "of anchor responses under a pairwise judge lowers reward variance, is robust to weak or "
+    "partially corrupted judges, beats pointwise and single-comparison rewards, and its gains "
+    "grow with the number of anchors."
+)
+
+# The note's calibrated rule.
+MIN_ANCHOR_GAIN = 0.1  # (a) q(K=16) - q(K=1): the prototype measured 0.27
+MIN_MARGIN_OVER_BASELINES = 0.05  # (b) TSRL K=4 over pointwise and single (prototype 0.18, 0.18)
+MIN_CORRUPTED_RETENTION = 0.8  # (c) q(K=16, ε=0.2) / q(K=16, ε=0) (prototype 0.89)
+MIN_CORRUPTED_MARGIN = 0.1  # (c) over single pairwise at ε = 0.2 (prototype 0.38)
+NOTE_ANCHORS = (1, 4, 16)  # the note's K grid for (a)
+NOTE_MARGIN_ANCHORS = 4  # (b)'s K
+CORRUPTED_FLIP = 0.2  # (c)'s ε
+# The issue's targets: the default K of the note, and its anchor grid for (f).
+ISSUE_ANCHORS = 8
+RUBRIC_RANGE = 9.0  # rubric scores live in 1..10
+WIN_RATE_RANGE = 1.0  # win rates live in [0, 1]
+# Reference checks (the note's, re-derived there with numpy).
+REFERENCE_REWARD = 0.720017  # ½[σ(1.5) + σ(0.5)]
+REFERENCE_FLIPPED = 0.632010  # 0.2 + 0.6 x 0.720017
+REFERENCE_VARIANCE = {1: 0.125, 4: 0.03125, 16: 0.0078125}  # 1/(8K) at p = ½
+VARIANCE_RTOL = 0.02  # "within 2%" over 10⁵ draws (about 4.5 standard errors of a variance)
+REFERENCE_TOL = 1e-5  # float32 against the printed six decimals
+
+_KINDS = ("pointwise", "single", "round_robin", "tsrl")
+
+
+@dataclasses.dataclass(frozen=True)
+class TSRLConfig(ExperimentConfig):
+    """Sizes of ``tsrl``.
+
+    Attributes:
+      num_prompts, num_candidates: the toy (the note: 32, 16).
+      batch_prompts, group_size, steps, learning_rate: GRPO (the note: 8, 8, 150, 0.5 per prompt).
+      seeds: seeds (instance, anchors, sampling), vmapped with the arms.
+      anchors: the K grid (its largest is the padded anchor count).
+      flips: the corrupted-judge ε values (TSRL at max K and single pairwise).
+      temperature, position_bias: the judge's τ and β.
+      variance_redraws: judge redraws per fixed group for the reward-variance measurement.
+      reference_draws: Monte-Carlo draws of the note's variance check (10⁵).
+      seq_prompts, seq_length, seq_vocab, seq_hidden: the sequence task and policy.
+      seq_batch_prompts, seq_steps, seq_learning_rate, seq_seeds, seq_anchors: its GRPO run.
+      seq_eval_samples: samples per prompt for the final quality of the sequence policy.
+    """
+
+    num_prompts: int = 32
+    num_candidates: int = 16
+    batch_prompts: int = 8
+    group_size: int = 8
+    steps: int = 150
+    learning_rate: float = 0.5
+    seeds: int = 5
+    anchors: tuple[int, ...] = (1, 2, 4, 8, 16)
+    flips: tuple[float, ...] = (0.2, 0.4)
+    temperature: float = 0.5
+    position_bias: float = 0.5
+    variance_redraws: int = 64
+    reference_draws: int = 100_000
+    seq_prompts: int = 8
+    seq_length: int = 5
+    seq_vocab: int = 6
+    seq_hidden: tuple[int, ...] = (64,)
+    seq_batch_prompts: int = 4
+    seq_steps: int = 300
+    seq_learning_rate: float = 0.01
+    seq_seeds: int = 3
+    seq_anchors: int = 8
+    seq_eval_samples: int = 256
+
+    @classmethod
+    def smoke(cls):
+        # Compile-bound: every program of quick at tiny sizes (one compile per program).
+        return cls(
+            num_prompts=8, num_candidates=6, batch_prompts=4, group_size=4, steps=5, seeds=2,
+            anchors=(1, 4, 8, 16), flips=(0.2,), variance_redraws=8, reference_draws=20_000,
+            seq_prompts=2, seq_length=3, seq_vocab=3, seq_hidden=(8,), seq_batch_prompts=2,
+            seq_steps=3, seq_seeds=1, seq_anchors=4, seq_eval_samples=16,
+        )  # fmt: skip
+
+    @classmethod
+    def quick(cls):
+        return cls()
+
+    @classmethod
+    def full(cls):
+        # The note's full sizes for the toy; the sequence policy at V = 8, L = 6 (262k sequences).
+        return cls(
+            num_prompts=256, num_candidates=64, batch_prompts=32, seeds=20,
+            anchors=(1, 2, 4, 8, 16, 32), flips=(0.1, 0.2, 0.3, 0.4), variance_redraws=256,
+            seq_prompts=32, seq_length=6, seq_vocab=8, seq_hidden=(256, 256),
+            seq_batch_prompts=16, seq_steps=2000, seq_seeds=5, seq_anchors=16,
+            seq_eval_samples=1024,
+        )  # fmt: skip
+
+
+def _arms(config: TSRLConfig) -> list[tuple[str, str, int, float]]:
+    """(name, kind, K, ε) of every tabular arm."""
+    k_max = max(config.anchors)
+    arms = [("pointwise", "pointwise", 0, 0.0), ("single", "single", 0, 0.0)]
+    arms += [("round_robin", "round_robin", 0, 0.0)]
+    arms += [(f"tsrl_k{k}", "tsrl", k, 0.0) for k in config.anchors]
+    for eps in config.flips:
+        arms += [(f"tsrl_k{k_max}_eps{eps:g}", "tsrl", k_max, eps)]
+        arms += [(f"single_eps{eps:g}", "single", 0, eps)]
+    return arms
+
+
+def _reward(kind, mask, flip, quality_fn, offset_fn, anchors, tau, beta):
+    """A grouped reward (vmapped over prompts) selecting the arm's kind (all are traced)."""
+    judge = synthetic_pairwise_judge(
+        quality_fn, temperature=tau, position_bias=beta, flip_prob=flip
+    )
+    rubric = synthetic_rubric_judge(quality_fn, offset_fn)
+
+    def one(key, responses, prompt):
+        k1, k2, k3, k4 = jax.random.split(key, 4)
+        options = jnp.stack(
+            [
+                pointwise_reward(k1, rubric, responses, prompt)[0],
+                single_pairwise_reward(k2, judge, responses, prompt)[0],
+                round_robin_reward(k3, judge, responses, prompt)[0],
+                win_rate_reward(k4, judge, responses, anchors[prompt], prompt, anchor_mask=mask)[0],
+            ]
+        )
+        return options[kind]
+
+    def reward_fn(key, tokens, prompts):
+        return jax.vmap(one)(jax.random.split(key, prompts.shape[0]), tokens, prompts)
+
+    return reward_fn
+
+
+def _tabular_program(config: TSRLConfig):
+    p, m, b, g = config.num_prompts, config.num_candidates, config.batch_prompts, config.group_size
+    k_max = max(config.anchors)
+    policy = TabularPolicy(p, m)
+
+    def one(key, kind, mask, flip, lr, tau, beta, redraws_key):
+        task_key, anchor_key, run_key = jax.random.split(key, 3)
+        bandit = tournament_bandit(task_key, p, m)
+        # Anchors: K_max draws of the initial (uniform) policy per prompt, nested in K.
+        anchors = select_anchors(
+            anchor_key, lambda k, q: jax.random.randint(k, (1,), 0, m), jnp.arange(p), k_max
+        )
+        offset = lambda q: bandit.rubric_bias[q]  # noqa: E731
+        reward_fn = _reward(kind, mask, flip, bandit.quality_fn, offset, anchors, tau, beta)
+        # Loss = mean over B G tokens, so sgd(lr B) is the note's per-prompt step lr (1/G) Σ.
+        init, step = grpo(
+            policy.sample, policy.log_prob, reward_fn, optax.sgd(lr * b), group_size=g
+        )
+
+        def body(state, k):
+            pk, sk = jax.random.split(k)
+            prompts = jax.random.permutation(pk, p)[:b]
+            state, info = step(sk, state, prompts)
+            probs = policy.probabilities(state.params)
+            return state, normalized_quality(probs, bandit.quality)
+
+        state, curve = jax.lax.scan(
+            body, init(policy.init()), jax.random.split(run_key, config.steps)
+        )
+        probs = policy.probabilities(state.params)
+        uniform = jnp.full((p, m), 1.0 / m)
+        # Reward noise at the base policy: fixed groups, fresh judge noise per redraw.
+        gk, rk = jax.random.split(redraws_key)
+        groups = jax.random.randint(gk, (p, g, 1), 0, m)
+        redraws = jax.vmap(lambda k: reward_fn(k, groups, jnp.arange(p)))(
+            jax.random.split(rk, config.variance_redraws)
+        )
+        return {
+            "curve": curve,
+            "quality": curve[-1],
+            "win_rate": hidden_quality_win_rate(probs, uniform, bandit.quality),
+            "noise_variance": jnp.mean(jnp.var(redraws, axis=0)),
+            "nonfinite_steps": state.nonfinite_count,
+        }
+
+    over_seeds = jax.vmap(one, in_axes=(0, None, None, None, None, None, None, 0))
+    over_arms = jax.vmap(over_seeds, in_axes=(None, 0, 0, 0, None, None, None, None))
+    return jax.jit(over_arms)
+
+
+def _run_tabular(config: TSRLConfig, rng_key) -> dict:
+    arms = _arms(config)
+    k_max = max(config.anchors)
+    kinds = jnp.array([_KINDS.index(kind) for _, kind, _, _ in arms])
+    masks = jnp.array([[float(i < max(k, 1)) for i in range(k_max)] for _, _, k, _ in arms])
+    flips = jnp.array([eps for *_, eps in arms], jnp.float32)
+    seed_key, var_key = jax.random.split(rng_key)
+    keys = jax.random.split(seed_key, config.seeds)
+    var_keys = jax.random.split(var_key, config.seeds)
+    start = time.perf_counter()
+    out = _tabular_program(config)(
+        keys, kinds, masks, flips, config.learning_rate, config.temperature,
+        config.position_bias, var_keys,
+    )  # fmt: skip
+    out = jax.tree.map(np.asarray, jax.block_until_ready(out))
+    seconds = time.perf_counter() - start
+    results = {}
+    for i, (name, kind, k, eps) in enumerate(arms):
+        scale = RUBRIC_RANGE if kind == "pointwise" else WIN_RATE_RANGE
+        results[name] = {
+            "kind": kind,
+            "num_anchors": k,
+            "flip_prob": eps,
+            "quality": out["quality"][i].tolist(),
+            "quality_mean": float(out["quality"][i].mean()),
+            "quality_sd": float(out["quality"][i].std()),
+            "win_rate": out["win_rate"][i].tolist(),
+            "win_rate_mean": float(out["win_rate"][i].mean()),
+            "noise_variance": out["noise_variance"][i].tolist(),
+            "standardized_variance": float(out["noise_variance"][i].mean() / scale**2),
+            "curve_mean": out["curve"][i].mean(0).tolist(),
+            "nonfinite_steps": int(out["nonfinite_steps"][i].sum()),
+        }
+    return {"arms": results, "seconds": seconds}
+
+
+# --------------------------------------------------------------------------------------------
+# The sequence policy of the core.
+
+
+def _sequence_program(config: TSRLConfig, sample_fn, log_prob_fn, task_shape):
+    p, length, v = task_shape
+    b, g, k = config.seq_batch_prompts, config.group_size, config.seq_anchors
+
+    def one(key, params, kind, lr, tau, beta):
+        task_key, anchor_key, run_key, eval_key = jax.random.split(key, 4)
+        task = hidden_quality_sequences(task_key, p, length, v)
+        draw = lambda kk, q: sample_fn(params, kk, q[None], None)[0]  # noqa: E731
+        anchors = select_anchors(anchor_key, draw, jnp.arange(p), k)
+        offset = lambda q: task.rubric_bias[q]  # noqa: E731
+        reward_fn = _reward(kind, jnp.ones(k), 0.0, task.quality_fn, offset, anchors, tau, beta)
+        init, step = grpo(sample_fn, log_prob_fn, reward_fn, optax.adam(lr), group_size=g)
+
+        def body(state, kk):
+            pk, sk = jax.random.split(kk)
+            state, info = step(sk, state, jax.random.permutation(pk, p)[:b])
+            return state, jnp.mean(info.rewards)
+
+        state, _ = jax.lax.scan(body, init(params), jax.random.split(run_key, config.seq_steps))
+        # Exact normalisation over all V^L sequences; E_π Q by sampling.
+        prompts = jnp.repeat(jnp.arange(p), config.seq_eval_samples)
+        samples = sample_fn(state.params, eval_key, prompts, None)
+        quality, win = task.evaluate(samples.reshape(p, config.seq_eval_samples, length))
+        return quality, win, state.nonfinite_count
+
+    over_arms = jax.vmap(one, in_axes=(None, None, 0, None, None, None))
+    return jax.jit(jax.vmap(over_arms, in_axes=(0, 0, None, None, None, None)))
+
+
+def _run_sequence(config: TSRLConfig, rng_key) -> dict:
+    p, length, v = config.seq_prompts, config.seq_length, config.seq_vocab
+    params = []
+    for seed in range(config.seq_seeds):
+        policy = AutoregressivePolicy(v, length, num_prompts=p, hidden=config.seq_hidden,
+                                      rngs=nnx.Rngs(seed))  # fmt: skip
+        params_i, sample_fn, log_prob_fn = split_policy(policy)
+        params.append(params_i)
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *params)
+    names = ("pointwise", "single", f"tsrl_k{config.seq_anchors}")
+    kinds = jnp.array([_KINDS.index(n.split("_k")[0]) for n in names])
+    program = _sequence_program(config, sample_fn, log_prob_fn, (p, length, v))
+    start = time.perf_counter()
+    quality, win, nonfinite = program(
+        jax.random.split(rng_key, config.seq_seeds), stacked, kinds, config.seq_learning_rate,
+        config.temperature, config.position_bias,
+    )  # fmt: skip
+    quality, win = np.asarray(quality), np.asarray(win)
+    seconds = time.perf_counter() - start
+    arms = {
+        name: {
+            "quality": quality[:, i].tolist(),
+            "quality_mean": float(quality[:, i].mean()),
+            "win_rate": win[:, i].tolist(),
+            "win_rate_mean": float(win[:, i].mean()),
+            "nonfinite_steps": int(np.asarray(nonfinite)[:, i].sum()),
+        }
+        for i, name in enumerate(names)
+    }
+    return {"arms": arms, "tsrl": names[-1], "seconds": seconds}
+
+
+# --------------------------------------------------------------------------------------------
+# Reference checks and the verdict.
+
+
+def _reference_values(keys):
+    """The note's checks 1-4 in one program (values are compared on the host)."""
+    ident = lambda q, x: x  # noqa: E731
+    judge = lambda eps, beta=0.5, tau=0.5: synthetic_pairwise_judge(  # noqa: E731
+        ident, temperature=tau, position_bias=beta, flip_prob=eps
+    )
+    o, a, key = jnp.array([0.5]), jnp.array([0.0]), keys[0]
+    expect = lambda j, x, y: win_rate_reward(key, j, x, y, sample=False)[0][0]  # noqa: E731
+    # 2. Var[r | o] = 1/(8K) at p = ½ (equal qualities, no position bias); K as an anchor mask.
+    k_max = max(REFERENCE_VARIANCE)
+    masks = jnp.array([[float(i < k) for i in range(k_max)] for k in REFERENCE_VARIANCE])
+    draw = lambda kk, m: win_rate_reward(  # noqa: E731
+        kk, judge(0.0, 0.0), o, jnp.full(k_max, 0.5), anchor_mask=m
+    )[0][0]
+    variance = jax.vmap(lambda m: jnp.var(jax.vmap(lambda kk: draw(kk, m))(keys)))(masks)
+    # 3. GRPO advantages are invariant to the flip's affine map ε + (1 - 2ε) r.
+    r = jax.random.uniform(keys[1], (4, 8))
+    # 4. A deterministic judge: the fraction of anchors of lower quality + ½ ties.
+    det = win_rate_reward(key, judge(0.0, 0.0, 1e-3), jnp.array([1.0, 3.0, -1.0]),
+                          jnp.array([0.0, 1.0, 2.0, 1.0]), sample=False)[0]  # fmt: skip
+    errors = {
+        "reward": jnp.abs(expect(judge(0.0), o, a) - REFERENCE_REWARD),
+        "flipped": jnp.abs(expect(judge(0.2), o, a) - REFERENCE_FLIPPED),
+        "tie_half": jnp.abs(expect(judge(0.2), a, a) - 0.5),
+        "affine": jnp.max(jnp.abs(group_advantages(r) - group_advantages(0.2 + 0.6 * r))),
+        "deterministic": jnp.max(jnp.abs(det - jnp.array([0.5, 1.0, 0.0]))),
+    }
+    return errors, variance
+
+
+def _reference_checks(config: TSRLConfig) -> dict:
+    keys = jax.random.split(jax.random.key(1), config.reference_draws)
+    errors, var = jax.jit(_reference_values)(keys)
+    errors = {k: float(v) for k, v in errors.items()}
+    variance = {k: float(v) for k, v in zip(REFERENCE_VARIANCE, var, strict=True)}
+    var_ok = all(abs(variance[k] - v) <= VARIANCE_RTOL * v for k, v in REFERENCE_VARIANCE.items())
+    passed = max(errors.values()) <= REFERENCE_TOL and var_ok
+    return {"errors": errors, "variance": variance, "passed": bool(passed)}
+
+
+def note_parts_pass(q: dict) -> tuple[bool, bool, bool]:
+    """Parts (a)-(c) of the note's rule from the seed-mean qualities ``q[arm]``."""
+    k_lo, k_mid, k_hi = NOTE_ANCHORS
+    grid = [q[f"tsrl_k{k}"] for k in NOTE_ANCHORS]
+    part_a = all(x < y for x, y in zip(grid, grid[1:], strict=False)) and (
+        q[f"tsrl_k{k_hi}"] - q[f"tsrl_k{k_lo}"] >= MIN_ANCHOR_GAIN
+    )
+    t4 = q[f"tsrl_k{NOTE_MARGIN_ANCHORS}"]
+    part_b = min(t4 - q["pointwise"], t4 - q["single"]) >= MIN_MARGIN_OVER_BASELINES
+    eps = f"{CORRUPTED_FLIP:g}"
+    corrupted = q.get(f"tsrl_k{k_hi}_eps{eps}")
+    single_c = q.get(f"single_eps{eps}")
+    part_c = (
+        corrupted is not None
+        and corrupted >= MIN_CORRUPTED_RETENTION * q[f"tsrl_k{k_hi}"]
+        and corrupted - single_c >= MIN_CORRUPTED_MARGIN
+    )
+    return part_a, part_b, part_c
+
+
+def _figure(config, tab, seq):
+    fig = Figure(figsize=(15, 4))
+    left, middle, right, far = fig.subplots(1, 4)
+    arms = tab["arms"]
+    ks = list(config.anchors)
+    means = [arms[f"tsrl_k{k}"]["quality_mean"] for k in ks]
+    sds = [arms[f"tsrl_k{k}"]["quality_sd"] for k in ks]
+    left.errorbar(ks, means, yerr=sds, fmt="o-", label="TSRL")
+    for name, style in (("pointwise", ":"), ("single", "--"), ("round_robin", "-.")):
+        left.axhline(arms[name]["quality_mean"], ls=style, color="k", lw=1, label=name)
+    left.set_xscale("log", base=2)
+    left.set_xlabel("anchors K")
+    left.set_ylabel("normalised hidden quality")
+    left.set_title(f"tabular toy, {config.steps} steps, {config.seeds} seeds")
+    left.legend(fontsize=7)
+    for name in ("pointwise", "single", f"tsrl_k{ISSUE_ANCHORS}", f"tsrl_k{max(ks)}"):
+        if name in arms:
+            middle.plot(arms[name]["curve_mean"], label=name)
+    middle.set_xlabel("GRPO step")
+    middle.set_ylabel("normalised quality")
+    middle.legend(fontsize=7)
+    eps = [0.0, *config.flips]
+    k_max = max(ks)
+    for base in (f"tsrl_k{k_max}", "single"):
+        ys = [arms[base if e == 0 else f"{base}_eps{e:g}"]["quality_mean"] for e in eps]
+        right.plot(eps, ys, "o-", label=base)
+    right.set_xlabel("flip probability ε")
+    right.set_ylabel("normalised quality")
+    right.set_title("corrupted judges")
+    right.legend(fontsize=7)
+    names = [n for n in arms if "eps" not in n]
+    far.bar(range(len(names)), [arms[n]["standardized_variance"] for n in names])
+    far.set_xticks(range(len(names)), names, rotation=60, fontsize=7)
+    far.set_yscale("log")
+    far.set_ylabel("reward noise variance / range²")
+    far.set_title(
+        "sequence policy: "
+        + ", ".join(f"{n} {a['quality_mean']:.2f}" for n, a in seq["arms"].items()),
+        fontsize=7,
+    )
+    fig.tight_layout()
+    return {"tsrl": fig}
+
+
+@register("tsrl", config=TSRLConfig, claim=CLAIM)
+def run(config: TSRLConfig, rng_key: jax.Array, progress: Progress) -> Result:
+    """Trains every arm on the toy and the sequence task; the note's verdict and the issue's."""
+    for k in (*NOTE_ANCHORS, ISSUE_ANCHORS):
+        if k not in config.anchors:
+            raise ValueError(
+                f"anchors must include {k} (the verdict compares it), got {config.anchors}"
+            )
+    if CORRUPTED_FLIP not in config.flips:
+        raise ValueError(f"flips must include {CORRUPTED_FLIP}, got {config.flips}")
+    start = time.perf_counter()
+    tab_key, seq_key = jax.random.split(rng_key)
+    steps = {
+        "reference": lambda: _reference_checks(config),
+        "tabular": lambda: _run_tabular(config, tab_key),
+        "sequence": lambda: _run_sequence(config, seq_key),
+    }
+    sections = {name: steps[name]() for name in progress.track(list(steps), description="parts")}
+    reference, tab, seq = sections["reference"], sections["tabular"], sections["sequence"]
+    seconds = time.perf_counter() - start
+    arms = tab["arms"]
+    q = {name: a["quality_mean"] for name, a in arms.items()}
+    part_a_ok, part_b_ok, part_c_ok = note_parts_pass(q)
+    fmt = lambda name: f"{name} {q[name]:.3f} ± {arms[name]['quality_sd']:.3f}"  # noqa: E731
+    k_lo, _, k_hi = NOTE_ANCHORS
+    part_a = check(
+        f"(note a) TSRL's quality strictly increases with K in {NOTE_ANCHORS} with q({k_hi}) - "
+        f"q({k_lo}) >= {MIN_ANCHOR_GAIN}",
+        "; ".join(fmt(f"tsrl_k{k}") for k in NOTE_ANCHORS)
+        + f" (normalised hidden quality, {config.seeds} seeds, {config.steps} steps)",
+        part_a_ok,
+    )
+    t4 = f"tsrl_k{NOTE_MARGIN_ANCHORS}"
+    part_b = check(
+        f"(note b) TSRL K = {NOTE_MARGIN_ANCHORS} beats pointwise and single pairwise by >= "
+        f"{MIN_MARGIN_OVER_BASELINES}",
+        f"{fmt(t4)} vs {fmt('pointwise')}, {fmt('single')} (round robin {q['round_robin']:.3f})",
+        part_b_ok,
+    )
+    eps = f"{CORRUPTED_FLIP:g}"
+    tc, sc = f"tsrl_k{k_hi}_eps{eps}", f"single_eps{eps}"
+    part_c = check(
+        f"(note c) at ε = {eps}, TSRL K = {k_hi} keeps >= {MIN_CORRUPTED_RETENTION:.0%} of its "
+        f"clean quality and beats single pairwise at ε = {eps} by >= {MIN_CORRUPTED_MARGIN}",
+        f"{fmt(tc)} ({q[tc] / q[f'tsrl_k{k_hi}']:.1%} of clean {q[f'tsrl_k{k_hi}']:.3f}) vs "
+        f"{fmt(sc)}; "
+        + ", ".join(
+            f"ε={e:g}: TSRL {q[f'tsrl_k{k_hi}_eps{e:g}']:.3f}, single {q[f'single_eps{e:g}']:.3f}"
+            for e in config.flips
+        ),
+        part_c_ok,
+    )
+    ti = f"tsrl_k{ISSUE_ANCHORS}"
+    per_seed = [
+        t > max(pw, s)
+        for t, pw, s in zip(
+            arms[ti]["quality"],
+            arms["pointwise"]["quality"],
+            arms["single"]["quality"],
+            strict=True,
+        )
+    ]
+    part_d = check(
+        f"(issue) TSRL (K = {ISSUE_ANCHORS}) beats both baselines in final hidden quality (seed "
+        "mean and every seed)",
+        f"{fmt(ti)} vs {fmt('pointwise')}, {fmt('single')}; wins in {sum(per_seed)}/"
+        f"{len(per_seed)} seeds; win rate over the base policy (hidden quality): TSRL "
+        f"{arms[ti]['win_rate_mean']:.3f}, pointwise {arms['pointwise']['win_rate_mean']:.3f}, "
+        f"single {arms['single']['win_rate_mean']:.3f}",
+        q[ti] > max(q["pointwise"], q["single"]) and all(per_seed),
+    )
+    sv = {name: a["standardized_variance"] for name, a in arms.items()}
+    part_e = check(
+        f"(issue) TSRL's reward variance (K = {ISSUE_ANCHORS}, rewards / their range) is below "
+        "both baselines'",
+        f"noise variance / range² at the base policy: TSRL {sv[ti]:.4g}, pointwise "
+        f"{sv['pointwise']:.4g}, single {sv['single']:.4g}, round robin {sv['round_robin']:.4g}; "
+        + ", ".join(f"K={k}: {sv[f'tsrl_k{k}']:.4g}" for k in config.anchors)
+        + f" ({config.variance_redraws} redraws per fixed group)",
+        sv[ti] < min(sv["pointwise"], sv["single"]),
+    )
+    grid = [q[f"tsrl_k{k}"] for k in config.anchors]
+    part_f = check(
+        f"(issue) TSRL's gain over the base policy grows with K over {config.anchors}",
+        ", ".join(f"K={k}: {v:.3f}" for k, v in zip(config.anchors, grid, strict=True))
+        + " (the base policy scores 0)",
+        all(x < y for x, y in zip(grid, grid[1:], strict=False)),
+    )
+    sq = {n: a["quality_mean"] for n, a in seq["arms"].items()}
+    st = seq["tsrl"]
+    part_g = check(
+        f"(issue, the core's sequence policy) TSRL (K = {config.seq_anchors}) beats both baselines "
+        "in final hidden quality",
+        ", ".join(
+            f"{n} {v:.3f} (win rate over base {seq['arms'][n]['win_rate_mean']:.3f})"
+            for n, v in sq.items()
+        )
+        + f" ({config.seq_seeds} seeds, {config.seq_steps} steps, V = {config.seq_vocab}, "
+        f"L = {config.seq_length}, {config.seq_prompts} prompts)",
+        sq[st] > max(sq["pointwise"], sq["single"]),
+    )
+    part_h = check(
+        "the note's reference checks 1-4 (expected rewards, 1/(8K) variance, affine invariance, "
+        "deterministic judge)",
+        ", ".join(f"{k} {v:.1e}" for k, v in reference["errors"].items())
+        + "; variance "
+        + ", ".join(
+            f"K={k}: {v:.5f} (exact {REFERENCE_VARIANCE[k]:.5f})"
+            for k, v in reference["variance"].items()
+        ),
+        reference["passed"],
+    )
+    held = sum((part_a_ok, part_b_ok, part_c_ok))
+    level = "supported" if held == 3 else "partly supported" if held == 2 else "not supported"
+    issue_parts = (part_d, part_e, part_f, part_g)
+    issue_held = sum(p.passed for p in issue_parts)
+    reason = f"note's rule: {level}; issue's targets: {issue_held} of 4 held"
+    failed = [p.claim for p in (part_a, part_b, part_c, *issue_parts, part_h) if not p.passed]
+    if failed:
+        reason += "; failed: " + "; ".join(failed)
+    nonfinite = sum(a["nonfinite_steps"] for a in arms.values()) + sum(
+        a["nonfinite_steps"] for a in seq["arms"].values()
+    )
+    metrics = {
+        "note_verdict": level,
+        "verdict_inputs": {"quality": q, "standardized_variance": sv, "sequence_quality": sq},
+        "reference_checks": reference,
+        "tabular": tab,
+        "sequence": seq,
+        "nonfinite_steps": nonfinite,
+        "seconds": seconds,
+        "config": dataclasses.asdict(config),
+    }
+    parts = [part_a, part_b, part_c, part_d, part_e, part_f, part_g, part_h]
+    return Result(metrics=metrics, parts=parts, figures=_figure(config, tab, seq), reason=reason)

@@ -1,0 +1,465 @@
+"""Group-relative policy optimisation (GRPO) over sampled discrete sequences.
+
+The shared core of :mod:`jaxlab.rl`: group-relative advantages (z-score and rank), the clipped
+surrogate with a KL penalty to a reference policy, and the :func:`grpo` update in blackjax's
+``(init, step)`` shape (any discrete sequence policy, any reward function, any generation order;
+the small any-order nnx policy :class:`jaxlab.rl.AutoregressivePolicy` lives in ``_policy.py``).
+
+References:
+  Z. Shao et al., *DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language
+  Models* (GRPO), arXiv 2402.03300, 2024.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.typing import ArrayLike
+
+from jaxlab._src.validation import (
+    check_array,
+    check_int,
+    check_key,
+    check_nonnegative,
+    check_positive_int,
+)
+
+__all__ = [
+    "GRPOInfo",
+    "GRPOState",
+    "LossInfo",
+    "group_advantages",
+    "grpo",
+    "grpo_policy_loss",
+]
+
+_ADVANTAGES = ("zscore", "rank", "center")
+
+
+def _check_groups(rewards: Any, name: str) -> jax.Array:
+    r = check_array(rewards, name, kind="real")
+    if r.ndim < 1:
+        raise ValueError(f"{name} must have a group axis (last), got a scalar")
+    if r.shape[-1] < 2:
+        raise ValueError(
+            f"{name} must hold groups of at least 2 samples (last axis), got group size "
+            f"{r.shape[-1]}: a group of one has no relative advantage"
+        )
+    return r.astype(jnp.result_type(r.dtype, jnp.float32))
+
+
+def _average_ranks(values: jax.Array) -> jax.Array:
+    # rank_i = #{j: v_j < v_i} + (#{j: v_j = v_i} + 1)/2: 1-based, ties share their mean rank.
+    less = jnp.sum(values[..., None, :] < values[..., :, None], axis=-1)
+    equal = jnp.sum(values[..., None, :] == values[..., :, None], axis=-1)
+    return (less + (equal + 1) / 2).astype(values.dtype)
+
+
+def group_advantages(
+    rewards: ArrayLike,
+    *,
+    kind: str = "zscore",
+    epsilon: ArrayLike = 1e-6,
+    ddof: int = 0,
+) -> jax.Array:
+    """Group-relative advantages of rewards ``[..., G]`` (the last axis is the group).
+
+    * ``"zscore"`` (GRPO): ``Â_i = (r_i - mean r)/(std r + ε)``; a group whose rewards all tie
+      gets 0 (never a division by a bare std).
+    * ``"rank"``: the z-score of the average ranks (ties share their mean rank), invariant to
+      every increasing transform of the rewards.
+    * ``"center"`` (Dr. GRPO): ``r_i - mean r``, no std normalisation.
+
+    ``std`` is the population std (``ddof = 0``; ``ddof = 1`` is torch's default; the signs of
+    the advantages do not depend on it). NaN rewards give NaN advantages (reported, never
+    dropped: :func:`grpo` counts them).
+
+    Args:
+      rewards: real array ``[..., G]`` with ``G >= 2``.
+      kind: ``"zscore"``, ``"rank"`` or ``"center"``.
+      epsilon: std floor ``ε >= 0`` (traceable).
+      ddof: 0 or 1.
+
+    Returns:
+      Advantages with the shape of ``rewards``.
+
+    Examples:
+      >>> f = jnp.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
+      >>> [round(float(a), 4) for a in group_advantages(f)[:3]]
+      [-0.3404, -1.1183, 0.0486]
+      >>> [round(float(a), 4) for a in group_advantages(jnp.exp(f), kind="rank")[:3]]
+      [-0.2195, -1.3172, 0.2195]
+      >>> group_advantages(jnp.ones((2, 4))).tolist()
+      [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
+
+    References:
+      Z. Shao et al., DeepSeekMath (GRPO), arXiv 2402.03300; Z. Liu et al., *Understanding
+      R1-Zero-Like Training* (Dr. GRPO), arXiv 2503.20783.
+    """
+    r = _check_groups(rewards, "rewards")
+    if kind not in _ADVANTAGES:
+        raise ValueError(f"kind must be one of {_ADVANTAGES}, got {kind!r}")
+    check_nonnegative(epsilon, "epsilon")
+    ddof = check_int(ddof, "ddof", minimum=0, maximum=1)
+    if kind == "rank":
+        r = _average_ranks(r)
+    centred = r - jnp.mean(r, axis=-1, keepdims=True)
+    if kind == "center":
+        return centred
+    std = jnp.std(r, axis=-1, keepdims=True, ddof=ddof)
+    return centred / (std + epsilon)
+
+
+class LossInfo(NamedTuple):
+    """Diagnostics of :func:`grpo_policy_loss` (means over the unmasked tokens).
+
+    Attributes:
+      surrogate: the clipped surrogate ``mean min(ρÂ, clip(ρ)Â)`` (maximised).
+      kl: the KL estimate to the reference policy (0 without ``logp_ref``).
+      clip_fraction: fraction of tokens whose ratio lies outside ``[1 - ε_c, 1 + ε_c]``.
+      ratio_mean: mean ratio ``ρ``.
+      nonfinite_count: number of non-finite inputs (log-probs or advantages).
+
+    Examples:
+      >>> _, info = grpo_policy_loss(jnp.zeros(2), jnp.zeros(2), jnp.array([1.0, jnp.nan]))
+      >>> int(info.nonfinite_count), float(info.ratio_mean)
+      (1, 1.0)
+    """
+
+    surrogate: jax.Array
+    kl: jax.Array
+    clip_fraction: jax.Array
+    ratio_mean: jax.Array
+    nonfinite_count: jax.Array
+
+
+def grpo_policy_loss(
+    logp_new: ArrayLike,
+    logp_old: ArrayLike,
+    advantages: ArrayLike,
+    token_mask: ArrayLike | None = None,
+    *,
+    clip_epsilon: ArrayLike = 0.2,
+    kl_coef: ArrayLike = 0.0,
+    logp_ref: ArrayLike | None = None,
+) -> tuple[jax.Array, LossInfo]:
+    """GRPO's clipped surrogate loss with a KL penalty to a reference policy.
+
+    With the token ratio ``ρ_{i,t} = exp(log π_θ(o_{i,t}) - log π_old(o_{i,t}))`` and the
+    outcome advantage ``Â_i`` broadcast to every token of response ``i``:
+
+    ``L = -(1/Σ m) Σ_{i,t} m_{i,t} min(ρ_{i,t} Â_i, clip(ρ_{i,t}, 1 - ε_c, 1 + ε_c) Â_i)
+    + β_KL KL``, ``KL = (1/Σ m) Σ m (e^{d} - d - 1)``, ``d = log π_ref - log π_θ`` (the
+    unbiased, non-negative "k3" estimator of DeepSeekMath).
+
+    Args:
+      logp_new: log-probs under the policy being optimised, shape ``advantages.shape`` (one per
+        response) or ``advantages.shape + (T,)`` (one per token).
+      logp_old: log-probs under the sampling policy, the same shape (held constant).
+      advantages: ``Â``, one per response.
+      token_mask: 0/1 (or bool) weights like ``logp_new``; ``None``: every token counts.
+      clip_epsilon: ``ε_c >= 0`` (traceable).
+      kl_coef: ``β_KL >= 0`` (traceable).
+      logp_ref: reference log-probs like ``logp_new``; ``None``: no KL term.
+
+    Returns:
+      ``(loss, LossInfo)``.
+
+    Examples:
+      >>> adv = jnp.array([1.0, -1.0])
+      >>> logp_old = jnp.log(jnp.array([0.5, 0.5]))
+      >>> loss, info = grpo_policy_loss(logp_old + jnp.log(1.5), logp_old, adv)
+      >>> round(float(loss), 4), float(info.clip_fraction)  # (-1.2 + 1.5)/2: ratio 1.5 clipped
+      (0.15, 1.0)
+
+    References:
+      Z. Shao et al., DeepSeekMath (GRPO), arXiv 2402.03300, eq. (3)-(4).
+    """
+    adv = check_array(advantages, "advantages", kind="real")
+    new = check_array(logp_new, "logp_new", kind="floating")
+    old = check_array(logp_old, "logp_old", kind="floating")
+    if new.shape != old.shape:
+        raise ValueError(f"logp_old must have logp_new's shape {new.shape}, got {old.shape}")
+    if new.shape not in (adv.shape, (*adv.shape, *new.shape[adv.ndim :])) or (
+        new.ndim > adv.ndim + 1
+    ):
+        raise ValueError(
+            f"logp_new must have shape advantages.shape {adv.shape} or advantages.shape + (T,), "
+            f"got {new.shape}"
+        )
+    check_nonnegative(clip_epsilon, "clip_epsilon")
+    check_nonnegative(kl_coef, "kl_coef")
+    if token_mask is None:
+        mask = jnp.ones(new.shape, new.dtype)
+    else:
+        is_bool = getattr(token_mask, "dtype", None) == np.bool_
+        mask = jnp.asarray(token_mask) if is_bool else check_array(token_mask, "token_mask")
+        if mask.shape != new.shape:
+            raise ValueError(f"token_mask must have logp_new's shape {new.shape}, got {mask.shape}")
+        mask = mask.astype(new.dtype)
+    if new.ndim > adv.ndim:
+        adv = adv[..., None]
+    adv = jnp.broadcast_to(adv, new.shape).astype(new.dtype)
+    ratio = jnp.exp(new - jax.lax.stop_gradient(old))
+    clipped = jnp.clip(ratio, 1.0 - clip_epsilon, 1.0 + clip_epsilon)
+    per_token = jnp.minimum(ratio * adv, clipped * adv)
+    count = jnp.maximum(jnp.sum(mask), 1.0)
+    mean = lambda v: jnp.sum(v * mask) / count  # noqa: E731
+    if logp_ref is None:
+        kl = jnp.zeros((), new.dtype)
+        inputs = (new, old, adv)
+    else:
+        ref = check_array(logp_ref, "logp_ref", kind="floating")
+        if ref.shape != new.shape:
+            raise ValueError(f"logp_ref must have logp_new's shape {new.shape}, got {ref.shape}")
+        d = jax.lax.stop_gradient(ref) - new
+        kl = mean(jnp.exp(d) - d - 1.0)
+        inputs = (new, old, adv, ref)
+    surrogate = mean(per_token)
+    loss = -surrogate + kl_coef * kl
+    outside = (ratio < 1.0 - clip_epsilon) | (ratio > 1.0 + clip_epsilon)
+    nonfinite = sum(jnp.sum(~jnp.isfinite(v)) for v in inputs).astype(jnp.int32)
+    info = LossInfo(
+        surrogate=surrogate,
+        kl=kl,
+        clip_fraction=mean(outside.astype(new.dtype)),
+        ratio_mean=mean(ratio),
+        nonfinite_count=nonfinite,
+    )
+    return loss, info
+
+
+# --------------------------------------------------------------------------------------------
+# The GRPO update.
+
+
+class GRPOState(NamedTuple):
+    """State of :func:`grpo`.
+
+    Attributes:
+      params: the policy's parameters.
+      opt_state: the optax optimizer's state.
+      reference_params: the reference policy of the KL term (the initial parameters).
+      count: int32 number of steps taken.
+      nonfinite_count: int32 number of steps whose rewards, advantages or gradients were not
+        finite (the update was skipped for those steps; nothing is silently absorbed).
+
+    Examples:
+      >>> from jaxlab.rl import TabularPolicy
+      >>> policy = TabularPolicy(1, 2)
+      >>> nan_reward = lambda key, tokens, prompts: jnp.full(tokens.shape[:2], jnp.nan)
+      >>> init, step = grpo(policy.sample, policy.log_prob, nan_reward, optax.sgd(1.0),
+      ...                   group_size=2)
+      >>> state, info = step(jax.random.key(0), init(policy.init()), jnp.zeros(1, jnp.int32))
+      >>> int(state.nonfinite_count), bool(info.nonfinite)  # counted, update skipped
+      (1, True)
+    """
+
+    params: Any
+    opt_state: Any
+    reference_params: Any
+    count: jax.Array
+    nonfinite_count: jax.Array
+
+
+class GRPOInfo(NamedTuple):
+    """Diagnostics of one :func:`grpo` step.
+
+    Attributes:
+      rewards: the reward function's output ``[B, G]`` (as returned).
+      advantages: ``[B, G]``.
+      tokens: the sampled responses ``[B, G, ...]``.
+      loss: the loss at the last epoch.
+      kl: its KL estimate to the reference policy.
+      clip_fraction: its fraction of clipped tokens.
+      nonfinite: whether this step had non-finite rewards, advantages or gradients (skipped).
+
+    Examples:
+      >>> from jaxlab.rl import TabularPolicy
+      >>> policy = TabularPolicy(3, 4)
+      >>> reward = lambda key, tokens, prompts: tokens[..., 0].astype(jnp.float32)
+      >>> init, step = grpo(policy.sample, policy.log_prob, reward, optax.sgd(1.0), group_size=5)
+      >>> _, info = step(jax.random.key(0), init(policy.init()), jnp.arange(3))
+      >>> info.rewards.shape, info.advantages.shape, info.tokens.shape
+      ((3, 5), (3, 5), (3, 5, 1))
+    """
+
+    rewards: jax.Array
+    advantages: jax.Array
+    tokens: Any
+    loss: jax.Array
+    kl: jax.Array
+    clip_fraction: jax.Array
+    nonfinite: jax.Array
+
+
+def _all_finite(tree) -> jax.Array:
+    leaves = [jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(tree)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
+
+
+def grpo(
+    sample_fn: Callable,
+    log_prob_fn: Callable,
+    reward_fn: Callable,
+    optimizer: optax.GradientTransformation,
+    *,
+    group_size: int = 8,
+    advantage: str | Callable = "zscore",
+    clip_epsilon: ArrayLike = 0.2,
+    kl_coef: ArrayLike = 0.0,
+    epsilon: ArrayLike = 1e-6,
+    num_epochs: int = 1,
+    order_fn: Callable | None = None,
+    training_order_fn: Callable | None = None,
+) -> tuple[Callable, Callable]:
+    """GRPO over any discrete sequence policy, reward function and generation order.
+
+    One ``step(rng_key, state, prompts)``: tile each of the ``B`` prompts ``G`` times, draw
+    generation orders ``σ = order_fn(key, B G)`` (``None``: left to right), sample
+    ``o = sample_fn(params, key, prompts, σ)``, score the groups
+    ``r = reward_fn(key, o[B, G, ...], prompts) -> [B, G]``, compute group advantages ``Â``
+    (:func:`group_advantages`, or ``advantage(r)`` for a callable, e.g. UCPO's), fix
+    ``log π_old`` under the training orders ``σ′`` (``training_order_fn``; ``None``: σ′ = σ),
+    then take ``num_epochs`` optimizer steps on :func:`grpo_policy_loss` (ratios to ``π_old``,
+    KL to the initial policy). All of it is one traceable function: ``jax.jit(step)``, and vmap
+    over seeds. A step whose rewards, advantages or gradients are not finite is skipped and
+    counted in ``state.nonfinite_count``.
+
+    Args:
+      sample_fn: ``(params, rng_key, prompts[N], orders[N, L] | None) -> tokens [N, ...]``.
+      log_prob_fn: ``(params, tokens, prompts, orders) -> log-probs [N]`` or ``[N, T]``.
+      reward_fn: ``(rng_key, tokens [B, G, ...], prompts [B]) -> rewards [B, G]`` (group-aware:
+        a reward may compare group members).
+      optimizer: an optax transformation (learning rate included).
+      group_size: ``G >= 2``.
+      advantage: ``"zscore"``, ``"rank"``, ``"center"`` or a callable ``rewards -> [B, G]``.
+      clip_epsilon, kl_coef, epsilon: ``ε_c``, ``β_KL``, the std floor (traceable).
+      num_epochs: optimizer steps per sampled batch (1: ratio 1, plain policy gradient).
+      order_fn: ``(rng_key, N) -> orders [N, L]`` (e.g. ``partial(random_orders, length=L)``).
+      training_order_fn: the same for the training orders σ′.
+
+    Returns:
+      ``(init, step)``: ``init(params) -> GRPOState``,
+      ``step(rng_key, state, prompts) -> (GRPOState, GRPOInfo)``.
+
+    Examples:
+      >>> from flax import nnx
+      >>> from jaxlab.rl import AutoregressivePolicy, split_policy
+      >>> policy = AutoregressivePolicy(2, 3, hidden=(8,), rngs=nnx.Rngs(0))
+      >>> params, sample_fn, log_prob_fn = split_policy(policy)
+      >>> reward_fn = lambda key, tokens, prompts: tokens.sum(-1).astype(jnp.float32)
+      >>> init, step = grpo(sample_fn, log_prob_fn, reward_fn, optax.adam(0.05), group_size=8)
+      >>> state = init(params)
+      >>> run = jax.jit(step)
+      >>> for k in jax.random.split(jax.random.key(0), 60):
+      ...     state, info = run(k, state, jnp.zeros(4, jnp.int32))
+      >>> bool(info.rewards.mean() > 2.5), int(state.nonfinite_count)  # all ones: reward 3
+      (True, 0)
+
+    References:
+      Z. Shao et al., DeepSeekMath (GRPO), arXiv 2402.03300.
+    """
+    named = dict(sample_fn=sample_fn, log_prob_fn=log_prob_fn, reward_fn=reward_fn)
+    for name, fn in named.items():
+        if not callable(fn):
+            raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+    if not hasattr(optimizer, "init") or not hasattr(optimizer, "update"):
+        raise TypeError(f"optimizer must be an optax GradientTransformation, got {optimizer!r}")
+    group_size = check_int(group_size, "group_size", minimum=2)
+    num_epochs = check_positive_int(num_epochs, "num_epochs")
+    if not callable(advantage) and advantage not in _ADVANTAGES:
+        raise ValueError(f"advantage must be one of {_ADVANTAGES} or a callable, got {advantage!r}")
+    check_nonnegative(clip_epsilon, "clip_epsilon")
+    check_nonnegative(kl_coef, "kl_coef")
+    check_nonnegative(epsilon, "epsilon")
+    for fn, name in ((order_fn, "order_fn"), (training_order_fn, "training_order_fn")):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{name} must be None or callable, got {type(fn).__name__}")
+    advantage_fn = (
+        advantage
+        if callable(advantage)
+        else functools.partial(group_advantages, kind=advantage, epsilon=epsilon)
+    )
+
+    def init(params) -> GRPOState:
+        zero = jnp.zeros([], jnp.int32)
+        return GRPOState(params, optimizer.init(params), params, zero, zero)
+
+    def step(rng_key, state: GRPOState, prompts):
+        check_key(rng_key)
+        leaves = jax.tree.leaves(prompts)
+        if not leaves:
+            raise ValueError("prompts must hold at least one array with a leading batch axis")
+        b = leaves[0].shape[0]
+        tiled = jax.tree.map(lambda v: jnp.repeat(v, group_size, axis=0), prompts)
+        order_key, sample_key, reward_key, train_key = jax.random.split(rng_key, 4)
+        orders = None if order_fn is None else order_fn(order_key, b * group_size)
+        tokens = sample_fn(state.params, sample_key, tiled, orders)
+        grouped = jax.tree.map(lambda v: v.reshape(b, group_size, *v.shape[1:]), tokens)
+        rewards = reward_fn(reward_key, grouped, prompts)
+        if jnp.shape(rewards) != (b, group_size):
+            raise ValueError(
+                f"reward_fn must return rewards of shape (B, G) = {(b, group_size)}, got "
+                f"{jnp.shape(rewards)}"
+            )
+        adv = jax.lax.stop_gradient(advantage_fn(rewards)).reshape(b * group_size)
+        train_orders = (
+            orders if training_order_fn is None else training_order_fn(train_key, b * group_size)
+        )
+        logp_old = jax.lax.stop_gradient(log_prob_fn(state.params, tokens, tiled, train_orders))
+        logp_ref = jax.lax.stop_gradient(
+            log_prob_fn(state.reference_params, tokens, tiled, train_orders)
+        )
+
+        def loss_fn(params):
+            logp = log_prob_fn(params, tokens, tiled, train_orders)
+            return grpo_policy_loss(
+                logp,
+                logp_old,
+                adv,
+                clip_epsilon=clip_epsilon,
+                kl_coef=kl_coef,
+                logp_ref=logp_ref,
+            )
+
+        def epoch(carry, _):
+            params, opt_state, ok = carry
+            (loss, info), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            ok = ok & _all_finite(grads) & jnp.isfinite(loss)
+            return (optax.apply_updates(params, updates), opt_state, ok), (loss, info)
+
+        ok = _all_finite(rewards) & _all_finite(adv)
+        (params, opt_state, ok), (losses, infos) = jax.lax.scan(
+            epoch, (state.params, state.opt_state, ok), None, num_epochs
+        )
+        # A step with any non-finite reward, advantage or gradient is skipped as a whole.
+        keep = lambda new, old: jax.tree.map(lambda a, c: jnp.where(ok, a, c), new, old)  # noqa: E731
+        params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
+        bad = ~ok
+        new_state = GRPOState(
+            params,
+            opt_state,
+            state.reference_params,
+            state.count + 1,
+            state.nonfinite_count + bad.astype(jnp.int32),
+        )
+        info = GRPOInfo(
+            rewards=rewards,
+            advantages=adv.reshape(b, group_size),
+            tokens=grouped,
+            loss=losses[-1],
+            kl=infos.kl[-1],
+            clip_fraction=infos.clip_fraction[-1],
+            nonfinite=bad,
+        )
+        return new_state, info
+
+    return init, step

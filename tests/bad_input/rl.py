@@ -1,0 +1,388 @@
+"""Bad-input probes for jaxlab.rl (every public callable of its ``__all__``)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from jaxlab import rl as R
+from tests.bad_input import no_probes, probes, raises, status
+
+NAN = float("nan")
+_P = "jaxlab.rl."
+_IDENT = lambda q, x: x  # noqa: E731
+_JUDGE = R.synthetic_pairwise_judge(_IDENT)
+_BAD_JUDGE = lambda q, x, y: 1.0 + x - y  # noqa: E731  (1.5 for a gap of 0.5: not a probability)
+_O, _A = jnp.array([0.5, 0.0]), jnp.array([0.0])
+
+
+def _key():
+    return jax.random.key(0)
+
+
+def _policy():
+    return R.AutoregressivePolicy(3, 2, num_prompts=2, hidden=(4,), rngs=nnx.Rngs(0))
+
+
+def _tabular_grpo(reward_fn, **kwargs):
+    policy = R.TabularPolicy(2, 3)
+    init, step = R.grpo(policy.sample, policy.log_prob, reward_fn, optax.sgd(0.1), **kwargs)
+    return step(_key(), init(policy.init()), jnp.arange(2))
+
+
+def _grpo(**overrides):
+    policy = R.TabularPolicy(2, 3)
+    kwargs = dict(
+        sample_fn=policy.sample,
+        log_prob_fn=policy.log_prob,
+        reward_fn=lambda k, t, p: t[..., 0] * 1.0,
+        optimizer=optax.sgd(0.1),
+    )
+    kwargs.update(overrides)
+    return R.grpo(**kwargs)
+
+
+for _name, _reason in {
+    "GRPOInfo": "a NamedTuple returned by grpo's step",
+    "GRPOState": "a state NamedTuple built by grpo's init",
+    "LossInfo": "a NamedTuple returned by grpo_policy_loss",
+    "JudgeInfo": "a NamedTuple returned by the reward functions",
+    "SequenceQualityTask": "a NamedTuple built by hidden_quality_sequences, which validates",
+    "TernaryBandit": "a NamedTuple built by ternary_bandit, which validates",
+    "TournamentBandit": "a NamedTuple built by tournament_bandit, which validates",
+}.items():
+    no_probes(_P + _name, _reason)
+
+probes(
+    _P + "group_advantages",
+    raises("rewards", lambda: R.group_advantages(jnp.ones((3, 1))), ValueError, "group size 1"),
+    raises("rewards", lambda: R.group_advantages(jnp.ones(())), ValueError, "scalar"),
+    raises("rewards", lambda: R.group_advantages("1, 2"), TypeError),
+    raises("kind", lambda: R.group_advantages(jnp.ones(4), kind="softmax"), ValueError),
+    raises("epsilon", lambda: R.group_advantages(jnp.ones(4), epsilon=-1.0), ValueError),
+    raises("ddof", lambda: R.group_advantages(jnp.ones(4), ddof=2), ValueError),
+)
+probes(
+    _P + "grpo_policy_loss",
+    raises("logp_old", lambda: R.grpo_policy_loss(jnp.zeros(3), jnp.zeros(2), jnp.ones(3))),
+    raises(
+        "logp_new",
+        lambda: R.grpo_policy_loss(jnp.zeros((3, 2, 2)), jnp.zeros((3, 2, 2)), jnp.ones(3)),
+        ValueError,
+        "two extra axes",
+    ),  # fmt: skip
+    raises(
+        "logp_new",
+        lambda: R.grpo_policy_loss(jnp.zeros(3, jnp.int32), jnp.zeros(3), jnp.ones(3)),
+        TypeError,
+    ),  # fmt: skip
+    raises(
+        "clip_epsilon",
+        lambda: R.grpo_policy_loss(jnp.zeros(2), jnp.zeros(2), jnp.ones(2), clip_epsilon=-0.1),
+        ValueError,
+    ),  # fmt: skip
+    raises(
+        "kl_coef",
+        lambda: R.grpo_policy_loss(jnp.zeros(2), jnp.zeros(2), jnp.ones(2), kl_coef=NAN),
+        ValueError,
+    ),  # fmt: skip
+    raises(
+        "token_mask",
+        lambda: R.grpo_policy_loss(jnp.zeros((2, 3)), jnp.zeros((2, 3)), jnp.ones(2), jnp.ones(3)),
+        ValueError,
+    ),  # fmt: skip
+    raises("advantages", lambda: R.grpo_policy_loss(jnp.zeros(2), jnp.zeros(2), None), TypeError),
+    status(
+        "advantages",
+        lambda: R.grpo_policy_loss(jnp.zeros(2), jnp.zeros(2), jnp.array([NAN, 1.0]))[1],
+        lambda info: int(info.nonfinite_count) == 1,
+        "NaN advantage counted",
+    ),
+)
+probes(
+    _P + "grpo",
+    raises("group_size", lambda: _grpo(group_size=1), ValueError, "a group of one"),
+    raises("sample_fn", lambda: _grpo(sample_fn=None), TypeError),
+    raises("reward_fn", lambda: _grpo(reward_fn="judge"), TypeError),
+    raises("optimizer", lambda: _grpo(optimizer=0.1), TypeError),
+    raises("advantage", lambda: _grpo(advantage="ranked"), ValueError),
+    raises("clip_epsilon", lambda: _grpo(clip_epsilon=-0.2), ValueError),
+    raises("kl_coef", lambda: _grpo(kl_coef=-1.0), ValueError),
+    raises("num_epochs", lambda: _grpo(num_epochs=0), ValueError),
+    raises("order_fn", lambda: _grpo(order_fn=3), TypeError),
+    raises(
+        "reward_fn",
+        lambda: _tabular_grpo(lambda k, t, p: jnp.ones(3), group_size=4),
+        ValueError,
+        "rewards of the wrong shape",
+    ),
+    status(
+        "reward_fn",
+        lambda: _tabular_grpo(lambda k, t, p: jnp.full(t.shape[:2], NAN), group_size=4)[0],
+        lambda state: int(state.nonfinite_count) == 1,
+        "NaN rewards counted, update skipped",
+    ),
+)
+probes(
+    _P + "identity_orders",
+    raises("num", lambda: R.identity_orders(0, 3), ValueError),
+    raises("length", lambda: R.identity_orders(2, "3"), TypeError),
+)
+probes(
+    _P + "random_orders",
+    raises("rng_key", lambda: R.random_orders(None, 2, 3), TypeError),
+    raises("length", lambda: R.random_orders(_key(), 2, 0), ValueError),
+)
+probes(
+    _P + "AutoregressivePolicy",
+    raises("vocab_size", lambda: R.AutoregressivePolicy(1, 3, rngs=nnx.Rngs(0)), ValueError),
+    raises("length", lambda: R.AutoregressivePolicy(2, 0, rngs=nnx.Rngs(0)), ValueError),
+    raises("num_prompts", lambda: R.AutoregressivePolicy(2, 3, num_prompts=0, rngs=nnx.Rngs(0))),
+    raises("hidden", lambda: R.AutoregressivePolicy(2, 3, hidden=8, rngs=nnx.Rngs(0)), TypeError),
+    raises("hidden[1]", lambda: R.AutoregressivePolicy(2, 3, hidden=(8, 0), rngs=nnx.Rngs(0))),
+)
+probes(
+    _P + "sample_sequences",
+    raises("policy", lambda: R.sample_sequences("policy", _key(), jnp.zeros(2, jnp.int32))),
+    raises("rng_key", lambda: R.sample_sequences(_policy(), None, jnp.zeros(2, jnp.int32))),
+    raises("prompts", lambda: R.sample_sequences(_policy(), _key(), jnp.array([0, 2])), ValueError),
+    raises("prompts", lambda: R.sample_sequences(_policy(), _key(), jnp.zeros(2)), TypeError),
+    raises(
+        "orders",
+        lambda: R.sample_sequences(_policy(), _key(), jnp.zeros(2, jnp.int32), jnp.zeros((2, 2))),
+        TypeError,
+    ),
+    raises(
+        "orders",
+        lambda: R.sample_sequences(_policy(), _key(), jnp.zeros(1, jnp.int32), jnp.array([[0, 0]])),
+        ValueError,
+        "not a permutation",
+    ),
+    raises(
+        "orders",
+        lambda: R.sample_sequences(_policy(), _key(), jnp.zeros(2, jnp.int32), jnp.array([[0, 1]])),
+        ValueError,
+        "wrong shape",
+    ),
+)
+probes(
+    _P + "sequence_log_probs",
+    raises(
+        "tokens",
+        lambda: R.sequence_log_probs(_policy(), jnp.array([[0, 3]]), jnp.zeros(1, jnp.int32)),
+        ValueError,
+        "outside the vocabulary",
+    ),
+    raises(
+        "tokens",
+        lambda: R.sequence_log_probs(
+            _policy(), jnp.zeros((1, 3), jnp.int32), jnp.zeros(1, jnp.int32)
+        ),
+        ValueError,
+        "wrong length",
+    ),
+    raises(
+        "policy", lambda: R.sequence_log_probs(None, jnp.zeros((1, 2), jnp.int32), jnp.zeros(1))
+    ),
+)
+probes(
+    _P + "split_policy",
+    raises("policy", lambda: R.split_policy(nnx.Linear(2, 2, rngs=nnx.Rngs(0))), TypeError),
+)
+
+probes(
+    _P + "win_rate_reward",
+    raises(
+        "anchors",
+        lambda: R.win_rate_reward(_key(), _JUDGE, _O, jnp.zeros(0)),
+        ValueError,
+        "empty anchor set",
+    ),  # fmt: skip
+    raises(
+        "judge_fn",
+        lambda: R.win_rate_reward(_key(), _BAD_JUDGE, _O, _A),
+        ValueError,
+        "judge outside [0, 1]",
+    ),  # fmt: skip
+    raises(
+        "judge_fn",
+        lambda: R.win_rate_reward(_key(), lambda q, x, y: jnp.nan, _O, _A),
+        ValueError,
+        "NaN judge",
+    ),  # fmt: skip
+    raises("judge_fn", lambda: R.win_rate_reward(_key(), "judge", _O, _A), TypeError),
+    raises(
+        "anchor_mask",
+        lambda: R.win_rate_reward(_key(), _JUDGE, _O, _A, anchor_mask=jnp.zeros(1)),
+        ValueError,
+    ),  # fmt: skip
+    raises(
+        "anchor_mask",
+        lambda: R.win_rate_reward(_key(), _JUDGE, _O, _A, anchor_mask=jnp.ones(2)),
+        ValueError,
+    ),  # fmt: skip
+    raises("both_orders", lambda: R.win_rate_reward(_key(), _JUDGE, _O, _A, both_orders=1)),
+    raises("rng_key", lambda: R.win_rate_reward(None, _JUDGE, _O, _A), TypeError),
+    raises("responses", lambda: R.win_rate_reward(_key(), _JUDGE, jnp.zeros(0), _A), ValueError),
+    status(
+        "judge_fn",
+        lambda: jax.jit(lambda k: R.win_rate_reward(k, _BAD_JUDGE, _O, _A))(_key()),
+        lambda out: int(out[1].invalid_count) == 1 and bool(jnp.isnan(out[0][0])),
+        "traced judge outside [0, 1]: counted, reward NaN",
+    ),
+)
+probes(
+    _P + "single_pairwise_reward",
+    raises(
+        "responses",
+        lambda: R.single_pairwise_reward(_key(), _JUDGE, _A),
+        ValueError,
+        "group size 1",
+    ),  # fmt: skip
+    raises("judge_fn", lambda: R.single_pairwise_reward(_key(), _BAD_JUDGE, _O), ValueError),
+    raises("sample", lambda: R.single_pairwise_reward(_key(), _JUDGE, _O, sample="no")),
+    status(
+        "judge_fn",
+        lambda: jax.jit(lambda k: R.single_pairwise_reward(k, _BAD_JUDGE, _O))(_key())[1],
+        lambda info: int(info.invalid_count) >= 1,
+        "traced judge outside [0, 1] counted",
+    ),
+)
+probes(
+    _P + "round_robin_reward",
+    raises(
+        "responses", lambda: R.round_robin_reward(_key(), _JUDGE, _A), ValueError, "group size 1"
+    ),  # fmt: skip
+    raises("judge_fn", lambda: R.round_robin_reward(_key(), _BAD_JUDGE, _O), ValueError),
+    raises("judge_fn", lambda: R.round_robin_reward(_key(), None, _O), TypeError),
+)
+probes(
+    _P + "pointwise_reward",
+    raises("score_fn", lambda: R.pointwise_reward(_key(), 10, _O), TypeError),
+    raises("responses", lambda: R.pointwise_reward(_key(), lambda k, q, x: x, jnp.zeros(0))),
+    raises("rng_key", lambda: R.pointwise_reward(1, lambda k, q, x: x, _O), TypeError),
+    status(
+        "score_fn",
+        lambda: R.pointwise_reward(_key(), lambda k, q, x: x / 0.0, _O)[1],
+        lambda info: int(info.invalid_count) == 2,
+        "non-finite scores counted",
+    ),
+)
+probes(
+    _P + "synthetic_pairwise_judge",
+    raises("temperature", lambda: R.synthetic_pairwise_judge(_IDENT, temperature=0.0), ValueError),
+    raises("flip_prob", lambda: R.synthetic_pairwise_judge(_IDENT, flip_prob=1.5), ValueError),
+    raises("position_bias", lambda: R.synthetic_pairwise_judge(_IDENT, position_bias=NAN)),
+    raises("quality_fn", lambda: R.synthetic_pairwise_judge(None), TypeError),
+)
+probes(
+    _P + "synthetic_rubric_judge",
+    raises("noise_std", lambda: R.synthetic_rubric_judge(_IDENT, noise_std=-1.0), ValueError),
+    raises("scale", lambda: R.synthetic_rubric_judge(_IDENT, scale=0.0), ValueError),
+    raises("offset_fn", lambda: R.synthetic_rubric_judge(_IDENT, 0.5), TypeError),
+)
+probes(
+    _P + "select_anchors",
+    raises(
+        "num_anchors",
+        lambda: R.select_anchors(_key(), lambda k, q: q, jnp.arange(2), 0),
+        ValueError,
+        "no anchors",
+    ),  # fmt: skip
+    raises("sampler", lambda: R.select_anchors(_key(), None, jnp.arange(2), 2), TypeError),
+    raises("rng_key", lambda: R.select_anchors("key", lambda k, q: q, jnp.arange(2), 2)),
+    raises("contexts", lambda: R.select_anchors(_key(), lambda k, q: q, jnp.zeros(0), 2)),
+)
+
+_LAB = jnp.array([R.RIGHT, R.WRONG, R.UNCERTAIN, R.RIGHT])
+probes(
+    _P + "ternary_rewards",
+    raises(
+        "labels", lambda: R.ternary_rewards(jnp.array([0, 3]), uncertain_reward=0.2), ValueError
+    ),
+    raises("labels", lambda: R.ternary_rewards(jnp.array([0.0, 1.0]), uncertain_reward=0.2)),
+    raises("uncertain_reward", lambda: R.ternary_rewards(_LAB, uncertain_reward="0.2"), TypeError),
+    raises("right_reward", lambda: R.ternary_rewards(_LAB, uncertain_reward=0.2, right_reward=NAN)),
+)
+probes(
+    _P + "dynamic_uncertainty_gain",
+    raises("labels", lambda: R.dynamic_uncertainty_gain(jnp.array([[0]])), ValueError, "G = 1"),
+    raises("suppression_weight", lambda: R.dynamic_uncertainty_gain(_LAB, suppression_weight=-1.0)),
+    raises("epsilon", lambda: R.dynamic_uncertainty_gain(_LAB, epsilon=NAN), ValueError),
+)
+probes(
+    _P + "ucpo_advantages",
+    raises("labels", lambda: R.ucpo_advantages(jnp.array([[2]])), ValueError, "group size 1"),
+    raises("labels", lambda: R.ucpo_advantages(jnp.array([0, 7])), ValueError),
+    raises("filter_non_ternary", lambda: R.ucpo_advantages(_LAB, filter_non_ternary=1), TypeError),
+    raises("batch_smoothing", lambda: R.ucpo_advantages(_LAB, batch_smoothing=1.5), ValueError),
+    raises("tanh_scale", lambda: R.ucpo_advantages(_LAB, tanh_scale=-2.0), ValueError),
+    raises("suppression_weight", lambda: R.ucpo_advantages(_LAB, suppression_weight=-0.5)),
+)
+probes(
+    _P + "answer_metrics",
+    raises("labels", lambda: R.answer_metrics(jnp.array([0, 3])), ValueError),
+    raises("labels", lambda: R.answer_metrics(jnp.zeros(0, jnp.int32)), ValueError, "empty"),
+    raises("labels", lambda: R.answer_metrics(jnp.array([0.5])), TypeError),
+)
+
+probes(
+    _P + "TabularPolicy",
+    raises("num_actions", lambda: R.TabularPolicy(2, 1), ValueError),
+    raises("num_prompts", lambda: R.TabularPolicy(0, 3), ValueError),
+    raises("shared_bias", lambda: R.TabularPolicy(2, 3, shared_bias="yes"), TypeError),
+    raises("logits", lambda: R.TabularPolicy(2, 3).init(jnp.zeros((3, 2))), ValueError),
+    raises("bias", lambda: R.TabularPolicy(2, 3).init(bias=jnp.zeros(2)), ValueError),
+    raises(
+        "rng_key",
+        lambda: R.TabularPolicy(2, 3).sample(R.TabularPolicy(2, 3).init(), None, jnp.arange(2)),
+        TypeError,
+    ),  # fmt: skip
+)
+probes(
+    _P + "tournament_bandit",
+    raises("num_candidates", lambda: R.tournament_bandit(_key(), 4, 1), ValueError),
+    raises("rng_key", lambda: R.tournament_bandit(0, 4, 4), TypeError),
+    raises("num_prompts", lambda: R.tournament_bandit(_key(), 0, 4), ValueError),
+)
+probes(
+    _P + "hidden_quality_sequences",
+    raises("length", lambda: R.hidden_quality_sequences(_key(), 2, 1, 3), ValueError),
+    raises("vocab_size", lambda: R.hidden_quality_sequences(_key(), 2, 3, 1), ValueError),
+    raises("rng_key", lambda: R.hidden_quality_sequences(None), TypeError),
+)
+_Q = jnp.zeros((2, 3))
+probes(
+    _P + "normalized_quality",
+    raises("probs", lambda: R.normalized_quality(jnp.ones(3) / 3, _Q), ValueError),
+    raises("probs", lambda: R.normalized_quality(jnp.ones((2, 4)) / 4, _Q), ValueError),
+)
+probes(
+    _P + "hidden_quality_win_rate",
+    raises("probs", lambda: R.hidden_quality_win_rate(jnp.ones((3, 3)), _Q + 1 / 3, _Q)),
+    raises("quality", lambda: R.hidden_quality_win_rate(_Q, _Q, np.zeros(3)), ValueError),
+)
+probes(
+    _P + "ternary_bandit",
+    raises("knowability", lambda: R.ternary_bandit(_key(), 6, 4), ValueError, "4 levels, 6"),
+    raises("knowability", lambda: R.ternary_bandit(_key(), 4, 4, (0.0, 1.5)), ValueError),
+    raises("num_answers", lambda: R.ternary_bandit(_key(), 8, 1), ValueError),
+    raises("rng_key", lambda: R.ternary_bandit(None), TypeError),
+)
+_BANDIT = R.TernaryBandit(jnp.array([0, 1]), jnp.array([0.0, 1.0]), 4)
+probes(
+    _P + "ternary_labels",
+    raises("actions", lambda: R.ternary_labels(_key(), _BANDIT, jnp.arange(2), jnp.zeros(3, int))),
+    raises("rng_key", lambda: R.ternary_labels(None, _BANDIT, jnp.arange(2), jnp.arange(2))),
+    raises(
+        "actions", lambda: R.ternary_labels(_key(), _BANDIT, jnp.arange(2), jnp.ones(2)), TypeError
+    ),
+)
+probes(
+    _P + "expected_answer_metrics",
+    raises("probs", lambda: R.expected_answer_metrics(_BANDIT, jnp.ones((2, 4)) / 4), ValueError),
+    raises("probs", lambda: R.expected_answer_metrics(_BANDIT, jnp.ones(5) / 5), ValueError),
+)
