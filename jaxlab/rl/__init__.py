@@ -17,12 +17,39 @@
   filtering), the GRPO-UC baseline :func:`ternary_rewards`, and :func:`answer_metrics`
   (accuracy, PAQ, F1, uncertainty ratio) over labels :data:`RIGHT`, :data:`WRONG`,
   :data:`UNCERTAIN`.
+* Order-invariant EDA (Goudet et al., ICML 2026, arXiv 2510.01824): :func:`oi_eda`, an
+  any-order autoregressive model (:class:`AnyOrderLogistic`, :class:`AnyOrderMLP`;
+  :func:`sample_any_order`, :func:`log_prob_any_order`, :func:`order_masks`) trained by
+  :func:`grpo` over random generation and training orders, as a black-box binary maximiser;
+  the baselines :func:`umda`, :func:`pbil`, :func:`one_plus_one_ea`, :func:`genetic_algorithm`,
+  all :class:`BlackBoxOptimizer` (``init``/``step``, :class:`BlackBoxState`,
+  :class:`BlackBoxInfo`, :func:`num_steps_for_budget`), and :func:`maximize` in one call.
+  Benchmarks: :func:`onemax`, :func:`leading_ones`, :func:`deceptive_trap`,
+  :func:`nk_landscape` (:class:`NKLandscape`), :func:`random_maxcut` (:class:`MaxCut`),
+  :func:`random_qubo` (:class:`QUBO`), and the experiment's suite :func:`binary_benchmark_suite`.
 * Problems with known answers: :class:`TabularPolicy`, :func:`tournament_bandit`,
   :func:`hidden_quality_sequences`, :func:`normalized_quality`, :func:`hidden_quality_win_rate`,
   :func:`ternary_bandit`, :func:`ternary_labels`, :func:`expected_answer_metrics`.
 """
 
+from jaxlab.rl._black_box import (
+    BlackBoxInfo,
+    BlackBoxOptimizer,
+    BlackBoxState,
+    num_steps_for_budget,
+)
+from jaxlab.rl._eda_baselines import genetic_algorithm, one_plus_one_ea, pbil, umda
 from jaxlab.rl._grpo import GRPOInfo, GRPOState, LossInfo, group_advantages, grpo, grpo_policy_loss
+from jaxlab.rl._order_invariant_eda import (
+    AnyOrderLogistic,
+    AnyOrderMLP,
+    BlackBoxResult,
+    log_prob_any_order,
+    maximize,
+    oi_eda,
+    order_masks,
+    sample_any_order,
+)
 from jaxlab.rl._policy import (
     AutoregressivePolicy,
     identity_orders,
@@ -32,14 +59,24 @@ from jaxlab.rl._policy import (
     split_policy,
 )
 from jaxlab.rl._problems import (
+    QUBO,
+    MaxCut,
+    NKLandscape,
     SequenceQualityTask,
     TabularPolicy,
     TernaryBandit,
     TournamentBandit,
+    binary_benchmark_suite,
+    deceptive_trap,
     expected_answer_metrics,
     hidden_quality_sequences,
     hidden_quality_win_rate,
+    leading_ones,
+    nk_landscape,
     normalized_quality,
+    onemax,
+    random_maxcut,
+    random_qubo,
     ternary_bandit,
     ternary_labels,
     tournament_bandit,
@@ -95,7 +132,27 @@ __all__ = [
     "dynamic_uncertainty_gain",
     "ternary_rewards",
     "ucpo_advantages",
+    # order-invariant EDA and black-box baselines
+    "AnyOrderLogistic",
+    "AnyOrderMLP",
+    "BlackBoxInfo",
+    "BlackBoxOptimizer",
+    "BlackBoxResult",
+    "BlackBoxState",
+    "genetic_algorithm",
+    "log_prob_any_order",
+    "maximize",
+    "num_steps_for_budget",
+    "oi_eda",
+    "one_plus_one_ea",
+    "order_masks",
+    "pbil",
+    "sample_any_order",
+    "umda",
     # problems
+    "MaxCut",
+    "NKLandscape",
+    "QUBO",
     "SequenceQualityTask",
     "TabularPolicy",
     "TernaryBandit",
@@ -107,4 +164,12 @@ __all__ = [
     "ternary_bandit",
     "ternary_labels",
     "tournament_bandit",
+    # black-box binary benchmarks
+    "binary_benchmark_suite",
+    "deceptive_trap",
+    "leading_ones",
+    "nk_landscape",
+    "onemax",
+    "random_maxcut",
+    "random_qubo",
 ]

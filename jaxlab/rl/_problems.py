@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -25,20 +26,32 @@ from jaxlab._src.validation import (
     check_bool,
     check_int,
     check_key,
+    check_last_axis,
     check_positive_int,
+    check_probability,
     check_real_array,
 )
 from jaxlab.rl._ucpo import RIGHT, UNCERTAIN, WRONG, metrics_from_counts
 
 __all__ = [
+    "QUBO",
+    "MaxCut",
+    "NKLandscape",
     "SequenceQualityTask",
     "TabularPolicy",
     "TernaryBandit",
     "TournamentBandit",
+    "binary_benchmark_suite",
+    "deceptive_trap",
     "expected_answer_metrics",
     "hidden_quality_sequences",
     "hidden_quality_win_rate",
+    "leading_ones",
+    "nk_landscape",
     "normalized_quality",
+    "onemax",
+    "random_maxcut",
+    "random_qubo",
     "ternary_bandit",
     "ternary_labels",
     "tournament_bandit",
@@ -392,3 +405,238 @@ def expected_answer_metrics(bandit: TernaryBandit, probs: ArrayLike) -> dict[str
         lv: float(jnp.mean(right[jnp.abs(kappa - lv) < 1e-6])) for lv in levels
     }
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Black-box pseudo-Boolean benchmarks (maximised), for the order-invariant EDA and its baselines.
+# Each takes x ``[..., n]`` with 0/1 entries (any real, integer or bool dtype) and returns a
+# float32 value per point ``[...]``; NK, MaxCut and QUBO instances are NamedTuples (pytrees: pass
+# them through jit and vmap) that are called like functions.
+
+
+def _binary(x: Any, name: str = "x") -> jax.Array:
+    if getattr(x, "dtype", None) == jnp.bool_:
+        x = jnp.asarray(x)
+    else:
+        x = check_array(x, name, kind="real")
+    if x.ndim < 1:
+        raise ValueError(f"{name} must have a variable axis (last), got a scalar")
+    return x.astype(jnp.float32)
+
+
+def onemax(x: ArrayLike) -> jax.Array:
+    """OneMax ``f(x) = Σ_i x_i`` (optimum ``n`` at all ones).
+
+    Examples:
+      >>> x = jnp.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 0])
+      >>> float(onemax(x))
+      9.0
+    """
+    return jnp.sum(_binary(x), axis=-1)
+
+
+def leading_ones(x: ArrayLike) -> jax.Array:
+    """LeadingOnes ``f(x) = Σ_i Π_{j <= i} x_j``, the length of the all-ones prefix (optimum ``n``).
+
+    Examples:
+      >>> float(leading_ones(jnp.array([1, 1, 0, 1]))), float(leading_ones(jnp.ones(5)))
+      (2.0, 5.0)
+    """
+    return jnp.sum(jnp.cumprod(_binary(x), axis=-1), axis=-1)
+
+
+def deceptive_trap(x: ArrayLike, *, block_size: int = 4) -> jax.Array:
+    """Concatenated deceptive traps: blocks of ``k`` bits with ``u`` ones score ``k`` if ``u = k``
+    else ``k - 1 - u``.
+
+    The optimum (all ones) scores ``n``; the deceptive attractor (all zeros) scores
+    ``n (k - 1)/k``, and every block's slope points to it.
+
+    Args:
+      x: ``[..., n]`` 0/1 with ``n`` a multiple of ``block_size``.
+      block_size: ``k >= 2`` (static).
+
+    Examples:
+      >>> x = jnp.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 0])
+      >>> float(deceptive_trap(x))  # 4 + 3 + 1 + 0
+      8.0
+    """
+    k = check_int(block_size, "block_size", minimum=2)
+    v = _binary(x)
+    if v.shape[-1] % k:
+        raise ValueError(
+            f"x's last axis ({v.shape[-1]} variables) must be a multiple of block_size={k}"
+        )
+    u = jnp.sum(v.reshape(*v.shape[:-1], v.shape[-1] // k, k), axis=-1)
+    return jnp.sum(jnp.where(u == k, float(k), k - 1.0 - u), axis=-1)
+
+
+class NKLandscape(NamedTuple):
+    """An NK landscape ``f(x) = (1/n) Σ_i T_i[x_i, x_{j_1(i)}, ..., x_{j_K(i)}]`` (maximised).
+
+    Attributes:
+      neighbours: int32 ``[n, K + 1]``, row ``i`` = ``(i, j_1(i), ..., j_K(i))``.
+      tables: float32 ``[n, 2^(K+1)]``, ``T_i`` indexed by the neighbourhood's bits read as a
+        binary number (the first neighbour is the most significant bit).
+
+    Examples:
+      >>> landscape = NKLandscape(jnp.array([[0, 1], [1, 0]]), jnp.array([[0.0, 1, 2, 3],
+      ...                                                                 [4.0, 5, 6, 7]]))
+      >>> float(landscape(jnp.array([1, 0])))  # (T_0[10] + T_1[01]) / 2 = (2 + 5) / 2
+      3.5
+    """
+
+    neighbours: jax.Array
+    tables: jax.Array
+
+    def __call__(self, x: ArrayLike) -> jax.Array:
+        v = _binary(x)
+        n = self.neighbours.shape[0]
+        check_last_axis(v, n, "x", "num_variables")
+        bits = v[..., self.neighbours].astype(jnp.int32)  # [..., n, K + 1]
+        weights = 2 ** jnp.arange(self.neighbours.shape[1] - 1, -1, -1, dtype=jnp.int32)
+        index = bits @ weights  # [..., n]
+        rows = jnp.broadcast_to(jnp.arange(n), index.shape)
+        return jnp.mean(self.tables[rows, index], axis=-1)
+
+
+def nk_landscape(rng_key: jax.Array, num_variables: int, k: int) -> NKLandscape:
+    """A random NK landscape: each variable with ``K`` distinct random others, tables ``U[0, 1]``.
+
+    Args:
+      rng_key: a JAX PRNG key.
+      num_variables: ``n > k``.
+      k: the epistasis ``K >= 0`` (tables of ``2^(K+1)`` entries).
+
+    Examples:
+      >>> landscape = nk_landscape(jax.random.key(0), 8, 2)
+      >>> landscape.neighbours.shape, landscape.tables.shape
+      ((8, 3), (8, 8))
+      >>> 0.0 <= float(landscape(jnp.zeros(8))) <= 1.0
+      True
+
+    References:
+      S. Kauffman, E. Weinberger, *The NK model of rugged fitness landscapes*, J. Theor. Biol.,
+      1989.
+    """
+    check_key(rng_key)
+    n = check_int(num_variables, "num_variables", minimum=1)
+    k = check_int(k, "k", minimum=0)
+    if k >= n:
+        raise ValueError(f"k must be < num_variables={n}, got {k}")
+    pick_key, table_key = jax.random.split(rng_key)
+
+    def others(key, i):
+        # K distinct variables other than i: a random permutation of the n - 1 others.
+        perm = jax.random.permutation(key, n - 1)[:k]
+        return jnp.where(perm >= i, perm + 1, perm)
+
+    rest = jax.vmap(others)(jax.random.split(pick_key, n), jnp.arange(n))
+    neighbours = jnp.concatenate([jnp.arange(n)[:, None], rest], axis=1).astype(jnp.int32)
+    tables = jax.random.uniform(table_key, (n, 2 ** (k + 1)), jnp.float32)
+    return NKLandscape(neighbours, tables)
+
+
+class MaxCut(NamedTuple):
+    """Max-cut ``f(x) = Σ_{u < v} A_uv [x_u ≠ x_v] = d·x - xᵀ A x`` (``d`` the degrees).
+
+    Attributes:
+      adjacency: float32 ``[n, n]`` symmetric edge weights with a zero diagonal.
+
+    Examples:
+      >>> cycle = jnp.array([[0, 1, 0, 1], [1, 0, 1, 0], [0, 1, 0, 1], [1, 0, 1, 0]], jnp.float32)
+      >>> [float(MaxCut(cycle)(jnp.array(x))) for x in ([0, 1, 0, 1], [0, 0, 1, 1])]
+      [4.0, 2.0]
+    """
+
+    adjacency: jax.Array
+
+    def __call__(self, x: ArrayLike) -> jax.Array:
+        v = _binary(x)
+        check_last_axis(v, self.adjacency.shape[0], "x", "num_variables")
+        degrees = jnp.sum(self.adjacency, axis=-1)
+        return v @ degrees - jnp.sum((v @ self.adjacency) * v, axis=-1)
+
+
+def random_maxcut(rng_key: jax.Array, num_variables: int, edge_probability: float) -> MaxCut:
+    """Max-cut on an Erdős–Rényi graph ``G(n, p)`` with unit weights.
+
+    Examples:
+      >>> problem = random_maxcut(jax.random.key(0), 16, 0.3)
+      >>> bool(jnp.all(problem.adjacency == problem.adjacency.T))
+      True
+    """
+    check_key(rng_key)
+    n = check_int(num_variables, "num_variables", minimum=2)
+    p = check_probability(edge_probability, "edge_probability")
+    upper = jnp.triu(jax.random.bernoulli(rng_key, p, (n, n)), k=1).astype(jnp.float32)
+    return MaxCut(upper + upper.T)
+
+
+class QUBO(NamedTuple):
+    """Quadratic unconstrained binary optimisation ``f(x) = xᵀ Q x`` (maximised).
+
+    Attributes:
+      q: float32 ``[n, n]``.
+
+    Examples:
+      >>> float(QUBO(jnp.array([[1.0, -2.0], [-2.0, 3.0]]))(jnp.array([1, 1])))
+      0.0
+    """
+
+    q: jax.Array
+
+    def __call__(self, x: ArrayLike) -> jax.Array:
+        v = _binary(x)
+        check_last_axis(v, self.q.shape[0], "x", "num_variables")
+        return jnp.sum((v @ self.q) * v, axis=-1)
+
+
+def random_qubo(rng_key: jax.Array, num_variables: int) -> QUBO:
+    """A QUBO with a symmetric ``Q`` of standard normal entries (``(G + Gᵀ)/√2``).
+
+    Examples:
+      >>> problem = random_qubo(jax.random.key(0), 5)
+      >>> bool(jnp.allclose(problem.q, problem.q.T))
+      True
+    """
+    check_key(rng_key)
+    n = check_int(num_variables, "num_variables", minimum=1)
+    g = jax.random.normal(rng_key, (n, n), jnp.float32)
+    return QUBO((g + g.T) / jnp.sqrt(2.0))
+
+
+def binary_benchmark_suite(
+    rng_key: jax.Array,
+    num_variables: int,
+    *,
+    nk_k: int = 4,
+    edge_probability: float = 0.1,
+    trap_block: int = 4,
+) -> dict[str, Any]:
+    """The order-invariant EDA's benchmark suite at size ``n``, all maximised.
+
+    ``{"onemax", "leading_ones", "trap<k>", "nk<K>", "maxcut"}``: OneMax, LeadingOnes,
+    deceptive traps of ``trap_block`` bits, an NK landscape (:func:`nk_landscape`) and max-cut
+    on ``G(n, edge_probability)`` (:func:`random_maxcut`), the two random instances drawn from
+    ``rng_key``. Values are callables ``f(x [..., n]) -> [...]``; the NK and max-cut instances
+    are pytrees, so they can be passed through ``jax.jit`` as arguments.
+
+    Examples:
+      >>> suite = binary_benchmark_suite(jax.random.key(2024), 8)
+      >>> list(suite)
+      ['onemax', 'leading_ones', 'trap4', 'nk4', 'maxcut']
+      >>> [float(suite[name](jnp.ones(8))) for name in ("onemax", "leading_ones", "trap4")]
+      [8.0, 8.0, 8.0]
+    """
+    check_key(rng_key)
+    n = check_int(num_variables, "num_variables", minimum=2)
+    block = check_int(trap_block, "trap_block", minimum=2)
+    nk_key, cut_key = jax.random.split(rng_key)
+    return {
+        "onemax": onemax,
+        "leading_ones": leading_ones,
+        f"trap{block}": functools.partial(deceptive_trap, block_size=block),
+        f"nk{nk_k}": nk_landscape(nk_key, n, nk_k),
+        "maxcut": random_maxcut(cut_key, n, edge_probability),
+    }

@@ -1,0 +1,232 @@
+"""The shared shape of jaxlab's black-box binary optimisers (the EDA and its baselines).
+
+Every optimiser over ``x ∈ {0, 1}^n`` (:func:`jaxlab.rl.oi_eda`, :func:`jaxlab.rl.umda`,
+:func:`jaxlab.rl.pbil`, :func:`jaxlab.rl.one_plus_one_ea`, :func:`jaxlab.rl.genetic_algorithm`)
+is a :class:`BlackBoxOptimizer`: blackjax's ``init(rng_key) -> state`` and
+``step(rng_key, state) -> (state, info)`` with the evaluation counts that turn a budget into a
+number of steps (:func:`num_steps_for_budget`). States share :class:`BlackBoxState` (the
+method's own part in ``search``, the best-so-far point, the evaluation count and a count of
+steps with non-finite objective values); infos share :class:`BlackBoxInfo`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlab._src.validation import check_int, is_concrete
+
+__all__ = [
+    "BlackBoxInfo",
+    "BlackBoxOptimizer",
+    "BlackBoxState",
+    "num_steps_for_budget",
+]
+
+
+class BlackBoxState(NamedTuple):
+    """State of a black-box binary optimiser.
+
+    Attributes:
+      search: the method's own state (the EDA's :class:`jaxlab.rl.GRPOState`, UMDA's and PBIL's
+        probability vector, the (1+1)-EA's current point, the GA's population).
+      best_x: int32 ``[n]``, the best point evaluated so far.
+      best_value: float32, its objective value (``-inf`` before the first evaluation).
+      evaluations: int32, objective evaluations spent so far (every one counts).
+      nonfinite_count: int32, steps in which the objective returned a non-finite value. Such
+        values are never selected or kept as best (they rank below every finite value), and the
+        EDA skips its update for that step.
+
+    Examples:
+      >>> from jaxlab.rl import onemax, umda
+      >>> state = umda(onemax, 4).init(jax.random.key(0))
+      >>> int(state.evaluations), float(state.best_value)
+      (0, -inf)
+    """
+
+    search: Any
+    best_x: jax.Array
+    best_value: jax.Array
+    evaluations: jax.Array
+    nonfinite_count: jax.Array
+
+
+class BlackBoxInfo(NamedTuple):
+    """Diagnostics of one step of a black-box binary optimiser.
+
+    Attributes:
+      points: int32 ``[λ, n]``, the points evaluated in this step.
+      values: float32 ``[λ]``, their objective values (as returned).
+      best_value: the best-so-far value after this step.
+      evaluations: the evaluation count after this step.
+      diversity: the mean over variables of the binary entropy (nats) of each bit's frequency
+        among ``points`` (0 for a single point; ``log 2`` at most): a collapsed search shows 0.
+      clip_fraction: the EDA's fraction of clipped ratios at its last epoch (0 for the others).
+
+    Examples:
+      >>> from jaxlab.rl import onemax, one_plus_one_ea
+      >>> algorithm = one_plus_one_ea(onemax, 8)
+      >>> _, info = algorithm.step(jax.random.key(1), algorithm.init(jax.random.key(0)))
+      >>> info.points.shape, int(info.evaluations)  # the initial point plus one offspring
+      ((1, 8), 2)
+    """
+
+    points: jax.Array
+    values: jax.Array
+    best_value: jax.Array
+    evaluations: jax.Array
+    diversity: jax.Array
+    clip_fraction: jax.Array
+
+
+class BlackBoxOptimizer(NamedTuple):
+    """A black-box binary optimiser in blackjax's shape, with its evaluation counts.
+
+    Attributes:
+      init: ``init(rng_key) -> BlackBoxState`` (spends ``initial_evaluations``).
+      step: ``step(rng_key, state) -> (BlackBoxState, BlackBoxInfo)`` (spends
+        ``evaluations_per_step``); traceable, so ``jax.jit``, ``lax.scan`` and ``jax.vmap``
+        over seeds apply.
+      initial_evaluations: evaluations spent by ``init`` (the (1+1)-EA's first point, the GA's
+        first population; 0 for the distribution-based methods).
+      evaluations_per_step: evaluations spent by each ``step``.
+
+    Examples:
+      >>> from jaxlab.rl import genetic_algorithm, onemax
+      >>> algorithm = genetic_algorithm(onemax, 16, population=8)
+      >>> algorithm.initial_evaluations, algorithm.evaluations_per_step  # the elite is kept
+      (8, 7)
+    """
+
+    init: Callable[[jax.Array], BlackBoxState]
+    step: Callable[[jax.Array, BlackBoxState], tuple[BlackBoxState, BlackBoxInfo]]
+    initial_evaluations: int
+    evaluations_per_step: int
+
+
+def num_steps_for_budget(optimizer: BlackBoxOptimizer, budget: int) -> int:
+    """The number of steps that fit in ``budget`` evaluations (init's evaluations included).
+
+    Raises a ``ValueError`` naming ``budget`` when not even one step fits.
+
+    Examples:
+      >>> from jaxlab.rl import onemax, umda
+      >>> num_steps_for_budget(umda(onemax, 8, population=64), 20_000)
+      312
+    """
+    if not isinstance(optimizer, BlackBoxOptimizer):
+        raise TypeError(f"optimizer must be a BlackBoxOptimizer, got {type(optimizer).__name__}")
+    budget = check_int(budget, "budget", minimum=1)
+    needed = optimizer.initial_evaluations + optimizer.evaluations_per_step
+    if budget < needed:
+        raise ValueError(
+            f"budget must cover at least one generation: init spends "
+            f"{optimizer.initial_evaluations} and each step {optimizer.evaluations_per_step} "
+            f"evaluations, so budget >= {needed}, got {budget}"
+        )
+    return (budget - optimizer.initial_evaluations) // optimizer.evaluations_per_step
+
+
+# --------------------------------------------------------------------------------------------
+# Internals shared by the optimisers.
+
+
+def check_objective(objective: Any, num_variables: int) -> Callable:
+    """Checks ``objective(x[N, n]) -> [N]`` real on two points (all zeros and all ones).
+
+    The shape and dtype are checked abstractly (``jax.eval_shape``); when the function returns
+    concrete values (it closes over no tracer) they must be finite. The probe is validation only:
+    its evaluations are not counted and not used by the search.
+    """
+    if not callable(objective):
+        raise TypeError(f"objective must be callable, got {type(objective).__name__}")
+    probe = jnp.stack([jnp.zeros(num_variables, jnp.int32), jnp.ones(num_variables, jnp.int32)])
+    try:
+        out = jax.eval_shape(lambda points: objective(points), probe)
+    except Exception as err:
+        raise ValueError(
+            f"objective must map int32 points [N, num_variables={num_variables}] to values [N]; "
+            f"calling it on 2 points raised {type(err).__name__}: {err}"
+        ) from err
+    shape, dtype = tuple(getattr(out, "shape", ())), getattr(out, "dtype", None)
+    if shape != (2,):
+        raise ValueError(
+            f"objective must return one value per point, shape (N,) = (2,) for 2 points, got "
+            f"shape {shape}"
+        )
+    if dtype is None or not (
+        jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.floating)
+    ):
+        raise TypeError(f"objective must return real values, got dtype {dtype}")
+    values = objective(probe)
+    if is_concrete(values) and not np.all(np.isfinite(np.asarray(values, np.float64))):
+        raise ValueError(
+            f"objective must return finite values, got {np.asarray(values).tolist()} at all zeros "
+            "and all ones"
+        )
+    return objective
+
+
+def evaluate(objective: Callable, points: jax.Array) -> jax.Array:
+    """``objective(points)`` as float32 ``[λ]``, one value per point."""
+    values = jnp.asarray(objective(points)).astype(jnp.float32)
+    if values.shape != points.shape[:1]:
+        raise ValueError(
+            f"objective must return one value per point, shape {points.shape[:1]}, got "
+            f"{values.shape}"
+        )
+    return values
+
+
+def ranked(values: jax.Array) -> jax.Array:
+    """Values for selection: non-finite ones rank below every finite value."""
+    return jnp.where(jnp.isfinite(values), values, -jnp.inf)
+
+
+def diversity(points: jax.Array) -> jax.Array:
+    """Mean per-bit binary entropy (nats) of the bit frequencies among ``points [λ, n]``."""
+    p = jnp.mean(points.astype(jnp.float32), axis=0)
+    q = 1.0 - p
+    h = -(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0))
+    h = h - jnp.where(q > 0, q * jnp.log(jnp.where(q > 0, q, 1.0)), 0.0)
+    return jnp.mean(h)
+
+
+def initial_state(search: Any, num_variables: int) -> BlackBoxState:
+    """A state before any evaluation."""
+    zero = jnp.zeros([], jnp.int32)
+    best_x = jnp.zeros(num_variables, jnp.int32)
+    return BlackBoxState(search, best_x, jnp.asarray(-jnp.inf, jnp.float32), zero, zero)
+
+
+def record(
+    state: BlackBoxState,
+    search: Any,
+    points: jax.Array,
+    values: jax.Array,
+    clip_fraction: jax.Array | float = 0.0,
+) -> tuple[BlackBoxState, BlackBoxInfo]:
+    """The new state and info after evaluating ``points``: best-so-far, counts, diagnostics."""
+    scores = ranked(values)
+    i = jnp.argmax(scores)
+    better = scores[i] > state.best_value
+    best_x = jnp.where(better, points[i].astype(jnp.int32), state.best_x)
+    best_value = jnp.where(better, scores[i], state.best_value)
+    evaluations = state.evaluations + points.shape[0]
+    bad = ~jnp.all(jnp.isfinite(values))
+    new = BlackBoxState(
+        search, best_x, best_value, evaluations, state.nonfinite_count + bad.astype(jnp.int32)
+    )
+    info = BlackBoxInfo(
+        points=points.astype(jnp.int32),
+        values=values,
+        best_value=best_value,
+        evaluations=evaluations,
+        diversity=diversity(points),
+        clip_fraction=jnp.asarray(clip_fraction, jnp.float32),
+    )
+    return new, info
