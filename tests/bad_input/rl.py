@@ -386,3 +386,193 @@ probes(
     raises("probs", lambda: R.expected_answer_metrics(_BANDIT, jnp.ones((2, 4)) / 4), ValueError),
     raises("probs", lambda: R.expected_answer_metrics(_BANDIT, jnp.ones(5) / 5), ValueError),
 )
+
+
+# --------------------------------------------------------------------------------------------
+# Order-invariant EDA, baselines and black-box benchmarks.
+
+_X4 = jnp.array([[0, 1, 1, 0]])
+_ORD4 = jnp.array([[0, 1, 2, 3]])
+_NAN_AT_ZERO = lambda x: jnp.where(jnp.sum(x, -1) == 0, NAN, 1.0)  # noqa: E731
+# Finite at all zeros and all ones (the construction probe), NaN on a quarter of the points.
+_NAN_SOMEWHERE = lambda x: jnp.where((x[:, 0] == 1) & (x[:, 1] == 0), NAN, 1.0)  # noqa: E731
+_WRONG_SHAPE = lambda x: jnp.sum(x)  # noqa: E731  (one value for the whole batch)
+
+
+def _optimizer_probes(factory, **kwargs):
+    return [
+        raises("num_variables", lambda: factory(R.onemax, 0, **kwargs), ValueError, "zero"),
+        raises("objective", lambda: factory(None, 4, **kwargs), TypeError),
+        raises("objective", lambda: factory(_WRONG_SHAPE, 4, **kwargs), ValueError, "shape"),
+        raises("objective", lambda: factory(_NAN_AT_ZERO, 4, **kwargs), ValueError, "non-finite"),
+    ]
+
+
+for _name in ("BlackBoxInfo", "BlackBoxState", "BlackBoxResult"):
+    no_probes(_P + _name, "a NamedTuple returned by the optimisers' steps or by maximize")
+no_probes(_P + "BlackBoxOptimizer", "a NamedTuple of (init, step, counts) built by the factories")
+for _name in ("NKLandscape", "MaxCut", "QUBO"):
+    no_probes(_P + _name, "an instance NamedTuple; its builder validates (see nk_landscape etc.)")
+
+probes(
+    _P + "oi_eda",
+    *_optimizer_probes(R.oi_eda),
+    raises("population", lambda: R.oi_eda(R.onemax, 4, population=1), ValueError),
+    raises("order_mode", lambda: R.oi_eda(R.onemax, 4, order_mode="random"), ValueError),
+    raises("advantage", lambda: R.oi_eda(R.onemax, 4, advantage="center"), ValueError),
+    raises("clip_epsilon", lambda: R.oi_eda(R.onemax, 4, clip_epsilon=-1.0), ValueError),
+    raises("num_epochs", lambda: R.oi_eda(R.onemax, 4, num_epochs=0), ValueError),
+    raises("model", lambda: R.oi_eda(R.onemax, 4, model="transformer"), ValueError),
+    raises("model", lambda: R.oi_eda(R.onemax, 4, model=R.AnyOrderLogistic(5)), ValueError),
+    raises("rng_key", lambda: R.oi_eda(R.onemax, 4).init(None), TypeError),
+    status(
+        "objective",
+        lambda: R.oi_eda(_NAN_SOMEWHERE, 4, population=8).step(
+            _key(), R.oi_eda(R.onemax, 4, population=8).init(_key())
+        )[0],
+        lambda state: int(state.nonfinite_count) == 1 and int(state.search.nonfinite_count) == 1,
+        "NaN values counted, update skipped",
+    ),
+)
+probes(
+    _P + "umda",
+    *_optimizer_probes(R.umda, population=8, num_selected=4),
+    raises("num_selected", lambda: R.umda(R.onemax, 4, population=8, num_selected=9), ValueError),
+    raises("population", lambda: R.umda(R.onemax, 4, population=1), ValueError),
+)
+probes(
+    _P + "pbil",
+    *_optimizer_probes(R.pbil),
+    raises("learning_rate", lambda: R.pbil(R.onemax, 4, learning_rate=1.5), ValueError),
+    raises("num_selected", lambda: R.pbil(R.onemax, 4, num_selected=0), ValueError),
+)
+probes(
+    _P + "one_plus_one_ea",
+    *_optimizer_probes(R.one_plus_one_ea),
+    raises("mutation_rate", lambda: R.one_plus_one_ea(R.onemax, 4, mutation_rate=-0.1), ValueError),
+)
+probes(
+    _P + "genetic_algorithm",
+    *_optimizer_probes(R.genetic_algorithm),
+    raises(
+        "crossover_probability",
+        lambda: R.genetic_algorithm(R.onemax, 4, crossover_probability=NAN),
+        ValueError,
+    ),
+    raises("population", lambda: R.genetic_algorithm(R.onemax, 4, population=1), ValueError),
+)
+probes(
+    _P + "maximize",
+    raises("budget", lambda: R.maximize(R.onemax, 4, _key(), 10), ValueError, "under a generation"),
+    raises("budget", lambda: R.maximize(R.onemax, 4, _key(), 0), ValueError),
+    raises("num_variables", lambda: R.maximize(R.onemax, 0, _key(), 1000), ValueError),
+    raises("method", lambda: R.maximize(R.onemax, 4, _key(), 1000, method="cma"), ValueError),
+    raises("rng_key", lambda: R.maximize(R.onemax, 4, None, 1000), TypeError),
+    raises(
+        "objective",
+        lambda: R.maximize(_NAN_SOMEWHERE, 4, _key(), 128, population=8),  # fmt: skip
+        ValueError,
+        "non-finite values during the run",
+    ),
+)
+probes(
+    _P + "num_steps_for_budget",
+    raises("budget", lambda: R.num_steps_for_budget(R.umda(R.onemax, 4), 63), ValueError),
+    raises("budget", lambda: R.num_steps_for_budget(R.umda(R.onemax, 4), 1e4), TypeError),
+    raises("optimizer", lambda: R.num_steps_for_budget((None, None), 100), TypeError),
+)
+probes(
+    _P + "AnyOrderLogistic",
+    raises("num_variables", lambda: R.AnyOrderLogistic(0), ValueError),
+    raises("num_variables", lambda: R.AnyOrderLogistic(4.0), TypeError),
+)
+probes(
+    _P + "AnyOrderMLP",
+    raises("num_variables", lambda: R.AnyOrderMLP(0, rngs=nnx.Rngs(0)), ValueError),
+    raises("hidden", lambda: R.AnyOrderMLP(4, 16, rngs=nnx.Rngs(0)), TypeError),
+    raises("hidden[0]", lambda: R.AnyOrderMLP(4, (0,), rngs=nnx.Rngs(0)), ValueError),
+    raises("rngs", lambda: R.AnyOrderMLP(4, (8,), rngs=0), TypeError),
+)
+probes(
+    _P + "order_masks",
+    raises("orders", lambda: R.order_masks(jnp.zeros(4, jnp.int32)), ValueError, "1-D"),
+    raises("orders", lambda: R.order_masks(jnp.zeros((1, 4))), TypeError, "floats"),
+)
+probes(
+    _P + "sample_any_order",
+    raises("model", lambda: R.sample_any_order(_policy(), _key(), _ORD4), TypeError),
+    raises("rng_key", lambda: R.sample_any_order(R.AnyOrderLogistic(4), None, _ORD4), TypeError),
+    raises(
+        "orders",
+        lambda: R.sample_any_order(R.AnyOrderLogistic(4), _key(), jnp.array([[0, 0, 1, 2]])),
+        ValueError,
+        "not a permutation",
+    ),
+    raises(
+        "orders",
+        lambda: R.sample_any_order(R.AnyOrderLogistic(4), _key(), jnp.array([[0, 1, 2]])),
+        ValueError,
+        "wrong length",
+    ),
+)
+probes(
+    _P + "log_prob_any_order",
+    raises("x", lambda: R.log_prob_any_order(R.AnyOrderLogistic(4), _X4 * 2, _ORD4), ValueError),
+    raises(
+        "x",
+        lambda: R.log_prob_any_order(R.AnyOrderLogistic(4), _X4[:, :3], _ORD4),
+        ValueError,
+        "wrong width",
+    ),  # fmt: skip
+    raises(
+        "orders",
+        lambda: R.log_prob_any_order(R.AnyOrderLogistic(4), _X4, _ORD4[:, ::-1] * 0),
+        ValueError,
+    ),  # fmt: skip
+    raises(
+        "orders",
+        lambda: R.log_prob_any_order(R.AnyOrderLogistic(4), _X4, jnp.tile(_ORD4, (2, 1))),
+        ValueError,
+        "one row per point",
+    ),  # fmt: skip
+)
+for _name, _fn in (("onemax", R.onemax), ("leading_ones", R.leading_ones)):
+    probes(
+        _P + _name,
+        raises("x", lambda f=_fn: f("0101"), TypeError),
+        raises("x", lambda f=_fn: f(jnp.ones(())), ValueError, "scalar"),
+    )
+probes(
+    _P + "deceptive_trap",
+    raises("block_size", lambda: R.deceptive_trap(jnp.ones(8), block_size=1), ValueError),
+    raises("x", lambda: R.deceptive_trap(jnp.ones(6), block_size=4), ValueError, "not blocks"),
+)
+probes(
+    _P + "nk_landscape",
+    raises("k", lambda: R.nk_landscape(_key(), 4, 4), ValueError, "k >= n"),
+    raises("k", lambda: R.nk_landscape(_key(), 4, -1), ValueError),
+    raises("rng_key", lambda: R.nk_landscape(None, 4, 1), TypeError),
+    raises("x", lambda: R.nk_landscape(_key(), 4, 1)(jnp.ones(5)), ValueError, "wrong width"),
+)
+probes(
+    _P + "random_maxcut",
+    raises("edge_probability", lambda: R.random_maxcut(_key(), 4, 1.5), ValueError),
+    raises("num_variables", lambda: R.random_maxcut(_key(), 1, 0.5), ValueError),
+    raises("x", lambda: R.random_maxcut(_key(), 4, 0.5)(jnp.ones(3)), ValueError, "wrong width"),
+)
+probes(
+    _P + "random_qubo",
+    raises("num_variables", lambda: R.random_qubo(_key(), 0), ValueError),
+    raises("x", lambda: R.random_qubo(_key(), 4)(jnp.ones(3)), ValueError, "wrong width"),
+)
+probes(
+    _P + "binary_benchmark_suite",
+    raises("num_variables", lambda: R.binary_benchmark_suite(_key(), 1), ValueError),
+    raises("trap_block", lambda: R.binary_benchmark_suite(_key(), 8, trap_block=0), ValueError),
+    raises("k", lambda: R.binary_benchmark_suite(_key(), 8, nk_k=8), ValueError),
+    raises(
+        "edge_probability",
+        lambda: R.binary_benchmark_suite(_key(), 8, edge_probability=-1),
+        ValueError,
+    ),  # fmt: skip
+)

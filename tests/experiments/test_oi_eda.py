@@ -53,7 +53,7 @@ def test_smoke_profile_end_to_end(tmp_path):
     assert set(problems) == {"onemax", "leading_ones", "trap4", "nk4", "maxcut"}
     for name, arms in problems.items():
         assert set(arms) == {*EDA_ARMS, *BASELINES}
-        for arm, result in arms.items():
+        for result in arms.values():
             assert len(result["per_seed"]) == config.seeds
             assert result["evaluations"] <= config.budget  # every evaluation counted
             curve = np.asarray(result["curve_mean"])
