@@ -27,9 +27,9 @@
 #
 # ($m_k$ marks the variables generated before step $k$), with **no fixed order**: each sample
 # is generated in its own random order $\sigma$, and the policy-gradient update scores samples
-# under fresh random *training* orders $\sigma'$ (information-preserving dropout). The update is GRPO's: group-relative advantages
-# (z-scores, or ranks for invariance to any increasing transform of $f$) and the clipped ratio
-# $\rho_g = p_\theta(x_g \mid \sigma'_g) / p_{\theta_\text{old}}(x_g \mid \sigma'_g)$.
+# under fresh random *training* orders $\sigma'$ (information-preserving dropout). The update
+# is GRPO's: group-relative advantages (z-scores, or ranks for invariance to any increasing
+# transform of $f$) and the clipped ratio $\rho_g = p_\theta(x_g \mid \sigma'_g) / p_{\theta_\text{old}}(x_g \mid \sigma'_g)$.
 #
 # This notebook: (1) the benchmarks; (2) the any-order model; (3) the three order modes on
 # LeadingOnes against the baselines; (4) `maximize` in one call; (5) the experiment `oi-eda`.
@@ -109,8 +109,8 @@ print("log p under the identity order:", np.round(lp_a, 3), " under random order
 #
 # LeadingOnes has a strict left-to-right dependency. `fixed` trains and samples left to right,
 # `sigma` samples in random orders, `sigma_sigmap` (the paper's) also trains under fresh random
-# orders. Anytime curves (best so far against evaluations), 3 seeds each (2 at smoke size), beside (1+1)-EA, UMDA
-# and PBIL.
+# orders. Anytime curves (best so far against evaluations), 3 seeds each (2 at smoke size),
+# beside (1+1)-EA, UMDA and PBIL.
 
 # %%
 budget = 640 if SMOKE else 10_000
