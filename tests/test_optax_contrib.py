@@ -83,7 +83,7 @@ _CASES: dict[str, tuple] = {
 # are vectors) and end in no learning rate; they run in tests/batteries.py behind a partition.
 # Nor harm / harm_sgd (issue 21): their update needs the head's activations as extra args
 # (features=, logit_grads=) and optax's tests pass no extra arguments; the jaxlab battery's
-# harm_sgd_head entry supplies them (test_harm_is_skipped_here reports the skip).
+# harm_sgd_head entry supplies them (test_harm_is_left_out_because_its_update_needs_extra_args).
 
 _OPTIMIZERS = tuple(
     {"opt_name": label, "opt_kwargs": kwargs, "wrapper_name": None, "wrapper_kwargs": None}
@@ -166,8 +166,19 @@ class TestOptaxContribBatteryOnJaxlab(_BATTERY.ContribTest):
     """optax's ``ContribTest`` with jaxlab's optimizer list (see the module docstring)."""
 
 
-def test_harm_is_skipped_here():
-    pytest.skip(
-        "jaxlab.optim.harm and harm_sgd need features= and logit_grads= extra args, and optax's "
-        "contrib tests pass no extra arguments; tests/batteries.py's harm_sgd_head supplies them"
-    )
+def test_harm_is_left_out_because_its_update_needs_extra_args():
+    """harm / harm_sgd are not in the list above: optax's battery calls ``update(g, s, p)`` with
+    no extra arguments, and the harm correction cannot run without the head's activations (the
+    jaxlab battery's ``harm_sgd_head`` entry supplies them). Checked, not assumed: the plain call
+    optax would make raises the documented error, and the same call with the extras runs."""
+    import jax.numpy as jnp
+
+    assert all(factory not in (optim.harm, optim.harm_sgd) for factory, _ in _CASES.values())
+    tx = optim.harm_sgd(0.1, kernel_path=("w",))
+    params = {"w": jnp.zeros((1, 2))}
+    grads = {"w": jnp.ones((1, 2))}
+    with pytest.raises(TypeError, match="features=h .* and logit_grads="):
+        tx.update(grads, tx.init(params), params)
+    updates, _ = tx.update(grads, tx.init(params), params, features=jnp.ones((1, 1)),
+                           logit_grads=jnp.ones((1, 2)))  # fmt: skip
+    assert updates["w"].shape == (1, 2)

@@ -63,6 +63,24 @@ def _top_mean(points: jax.Array, values: jax.Array, k: int) -> jax.Array:
     return jnp.mean(points[index].astype(jnp.float32), axis=0)
 
 
+def _probability_vector_search(objective, n, lam, mu, learning_rate) -> BlackBoxOptimizer:
+    """PBIL's step; UMDA is the case ``η = 1`` (``p`` is replaced by the selected mean)."""
+    low, high = _bounds(n)
+
+    def init(rng_key) -> BlackBoxState:
+        check_key(rng_key)
+        return initial_state(jnp.full(n, 0.5, jnp.float32), n)
+
+    def step(rng_key, state: BlackBoxState) -> tuple[BlackBoxState, BlackBoxInfo]:
+        points = _sample_bits(rng_key, state.search, lam)
+        values = evaluate(objective, points)
+        target = _top_mean(points, values, mu)
+        probs = (1.0 - learning_rate) * state.search + learning_rate * target
+        return record(state, jnp.clip(probs, low, high).astype(jnp.float32), points, values)
+
+    return BlackBoxOptimizer(init, step, 0, lam)
+
+
 def umda(
     objective: Callable,
     num_variables: int,
@@ -97,19 +115,7 @@ def umda(
       H. Mühlenbein, G. Paaß, PPSN 1996.
     """
     n, lam, mu = _check_common(objective, num_variables, population, num_selected)
-    low, high = _bounds(n)
-
-    def init(rng_key) -> BlackBoxState:
-        check_key(rng_key)
-        return initial_state(jnp.full(n, 0.5, jnp.float32), n)
-
-    def step(rng_key, state: BlackBoxState) -> tuple[BlackBoxState, BlackBoxInfo]:
-        points = _sample_bits(rng_key, state.search, lam)
-        values = evaluate(objective, points)
-        probs = jnp.clip(_top_mean(points, values, mu), low, high)
-        return record(state, probs, points, values)
-
-    return BlackBoxOptimizer(init, step, 0, lam)
+    return _probability_vector_search(objective, n, lam, mu, 1.0)  # PBIL with η = 1
 
 
 def pbil(
@@ -148,20 +154,7 @@ def pbil(
     """
     n, lam, mu = _check_common(objective, num_variables, population, num_selected)
     check_probability(learning_rate, "learning_rate")
-    low, high = _bounds(n)
-
-    def init(rng_key) -> BlackBoxState:
-        check_key(rng_key)
-        return initial_state(jnp.full(n, 0.5, jnp.float32), n)
-
-    def step(rng_key, state: BlackBoxState) -> tuple[BlackBoxState, BlackBoxInfo]:
-        points = _sample_bits(rng_key, state.search, lam)
-        values = evaluate(objective, points)
-        target = _top_mean(points, values, mu)
-        probs = (1.0 - learning_rate) * state.search + learning_rate * target
-        return record(state, jnp.clip(probs, low, high).astype(jnp.float32), points, values)
-
-    return BlackBoxOptimizer(init, step, 0, lam)
+    return _probability_vector_search(objective, n, lam, mu, learning_rate)
 
 
 def one_plus_one_ea(
