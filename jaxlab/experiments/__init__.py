@@ -102,7 +102,7 @@ def get(name: str) -> Experiment:
       >>> get("error-feedbak")
       Traceback (most recent call last):
       ...
-      KeyError: "unknown experiment 'error-feedbak'; did you mean error-feedback? ..."
+      KeyError: "unknown experiment 'error-feedbak'; did you mean error-feedback..."
     """
     _check_name(name)
     _load_all()

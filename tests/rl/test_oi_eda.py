@@ -13,6 +13,7 @@ import pytest
 from flax import nnx
 
 from jaxlab import rl as R
+from tests.conftest import EXECUTION_BOUND
 
 ALL_POINTS_4 = np.array(list(itertools.product((0, 1), repeat=4)), np.int32)
 
@@ -186,7 +187,8 @@ def _one_plus_one_hitting_times(objective, n, runs, steps):
         hit = best >= n
         return jnp.where(state0.best_value >= n, 1, counts[jnp.argmax(hit)]), jnp.any(hit)
 
-    times, hit = jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(0), runs))
+    run = jax.jit(jax.vmap(one), compiler_options=EXECUTION_BOUND)  # 500 runs x thousands of steps
+    times, hit = run(jax.random.split(jax.random.key(0), runs))
     assert bool(jnp.all(hit))
     return float(jnp.mean(times))
 
@@ -340,8 +342,9 @@ def test_non_finite_values_are_counted_never_selected_and_maximize_raises():
         assert np.isfinite(float(state.best_value))
     algorithm = R.oi_eda(objective, 8, population=16)
     state = algorithm.init(jax.random.key(0))
+    step = jax.jit(algorithm.step)
     for k in jax.random.split(jax.random.key(1), 5):
-        state, info = algorithm.step(k, state)
+        state, info = step(k, state)
     assert int(state.nonfinite_count) >= 1
     assert int(state.search.nonfinite_count) == int(state.nonfinite_count)  # updates skipped
     assert np.isfinite(float(state.best_value)) and float(state.best_value) != 5.0
