@@ -29,7 +29,9 @@
 # is generated in its own random order $\sigma$, and the policy-gradient update scores samples
 # under fresh random *training* orders $\sigma'$ (information-preserving dropout). The update
 # is GRPO's: group-relative advantages (z-scores, or ranks for invariance to any increasing
-# transform of $f$) and the clipped ratio $\rho_g = p_\theta(x_g \mid \sigma'_g) / p_{\theta_\text{old}}(x_g \mid \sigma'_g)$.
+# transform of $f$) and the clipped ratio
+#
+# $$\rho_g = p_\theta(x_g \mid \sigma'_g) / p_{\theta_\text{old}}(x_g \mid \sigma'_g).$$
 #
 # This notebook: (1) the benchmarks; (2) the any-order model; (3) the three order modes on
 # LeadingOnes against the baselines; (4) `maximize` in one call; (5) the experiment `oi-eda`.
@@ -54,6 +56,7 @@ from jaxlab.rl import (
     one_plus_one_ea,
     pbil,
     random_orders,
+    run_optimizer,
     umda,
 )
 
@@ -128,21 +131,9 @@ arms = {
 
 def anytime(algorithm, seeds=2 if SMOKE else 3):
     steps = num_steps_for_budget(algorithm, budget)
-
-    def one(key):
-        init_key, run_key = jax.random.split(key)
-
-        def body(state, k):
-            state, info = algorithm.step(k, state)
-            return state, info.best_value
-
-        return jax.lax.scan(body, algorithm.init(init_key), jax.random.split(run_key, steps))[1]
-
-    curves = jax.jit(jax.lax.map, static_argnums=0)(one, jax.random.split(jax.random.key(3), seeds))
-    counts = algorithm.initial_evaluations + algorithm.evaluations_per_step * np.arange(
-        1, steps + 1
-    )
-    return counts, np.asarray(curves)
+    run = jax.jit(jax.vmap(lambda key: run_optimizer(algorithm, key, steps)[1:]))
+    curves, counts = run(jax.random.split(jax.random.key(3), seeds))
+    return np.asarray(counts[0]), np.asarray(curves)
 
 
 fig, ax = plt.subplots(figsize=(6, 3.8))

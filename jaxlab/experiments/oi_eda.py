@@ -51,6 +51,7 @@ from jaxlab.rl import (
     onemax,
     pbil,
     random_orders,
+    run_optimizer,
     umda,
 )
 
@@ -169,25 +170,12 @@ def _program(config: OIEDAConfig, arm: str, names: tuple[str, ...], plain: dict)
         steps = num_steps_for_budget(algorithm, config.budget)
 
         def one(key):
-            init_key, run_key = jax.random.split(key)
-
-            def body(state, k):
-                state, info = algorithm.step(k, state)
-                return state, info.best_value
-
-            state, curve = jax.lax.scan(
-                body, algorithm.init(init_key), jax.random.split(run_key, steps)
-            )
-            return state.best_value, curve, state.nonfinite_count, state.evaluations
+            state, curve, counts = run_optimizer(algorithm, key, steps)
+            return state.best_value, curve, counts, state.nonfinite_count, state.evaluations
 
         return jax.vmap(one)(keys)
 
     return jax.jit(run)
-
-
-def _counts(config: OIEDAConfig, arm: str, steps: int) -> np.ndarray:
-    probe = _algorithm(config, arm, onemax)
-    return probe.initial_evaluations + probe.evaluations_per_step * np.arange(1, steps + 1)
 
 
 def _run_arms(config: OIEDAConfig, rng_key, progress: Progress) -> dict:
@@ -206,9 +194,8 @@ def _run_arms(config: OIEDAConfig, rng_key, progress: Progress) -> dict:
         start = time.perf_counter()
         program = _program(config, arm, names, plain)
         for index, name in enumerate(names):
-            best, curve, nonfinite, evaluations = program(keys, jnp.int32(index), instances)
-            curve = np.asarray(curve)
-            counts = _counts(config, arm, curve.shape[1])
+            best, curve, counts, nonfinite, evaluations = program(keys, jnp.int32(index), instances)
+            curve, counts = np.asarray(curve), np.asarray(counts)[0]  # counts: the same per seed
             keep = np.unique(np.linspace(0, curve.shape[1] - 1, config.curve_points).astype(int))
             out[name][arm] = {
                 "per_seed": np.asarray(best).tolist(),

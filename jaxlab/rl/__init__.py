@@ -23,7 +23,8 @@
   :func:`grpo` over random generation and training orders, as a black-box binary maximiser;
   the baselines :func:`umda`, :func:`pbil`, :func:`one_plus_one_ea`, :func:`genetic_algorithm`,
   all :class:`BlackBoxOptimizer` (``init``/``step``, :class:`BlackBoxState`,
-  :class:`BlackBoxInfo`, :func:`num_steps_for_budget`), and :func:`maximize` in one call.
+  :class:`BlackBoxInfo`, :func:`num_steps_for_budget`, :func:`run_optimizer`), and
+  :func:`maximize` in one call.
   Benchmarks: :func:`onemax`, :func:`leading_ones`, :func:`deceptive_trap`,
   :func:`nk_landscape` (:class:`NKLandscape`), :func:`random_maxcut` (:class:`MaxCut`),
   :func:`random_qubo` (:class:`QUBO`), and the experiment's suite :func:`binary_benchmark_suite`.
@@ -37,6 +38,7 @@ from jaxlab.rl._black_box import (
     BlackBoxOptimizer,
     BlackBoxState,
     num_steps_for_budget,
+    run_optimizer,
 )
 from jaxlab.rl._eda_baselines import genetic_algorithm, one_plus_one_ea, pbil, umda
 from jaxlab.rl._grpo import GRPOInfo, GRPOState, LossInfo, group_advantages, grpo, grpo_policy_loss
@@ -47,12 +49,12 @@ from jaxlab.rl._order_invariant_eda import (
     log_prob_any_order,
     maximize,
     oi_eda,
-    order_masks,
     sample_any_order,
 )
 from jaxlab.rl._policy import (
     AutoregressivePolicy,
     identity_orders,
+    order_masks,
     random_orders,
     sample_sequences,
     sequence_log_probs,
@@ -147,6 +149,7 @@ __all__ = [
     "one_plus_one_ea",
     "order_masks",
     "pbil",
+    "run_optimizer",
     "sample_any_order",
     "umda",
     # problems

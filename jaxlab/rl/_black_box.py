@@ -25,6 +25,7 @@ __all__ = [
     "BlackBoxOptimizer",
     "BlackBoxState",
     "num_steps_for_budget",
+    "run_optimizer",
 ]
 
 
@@ -131,6 +132,46 @@ def num_steps_for_budget(optimizer: BlackBoxOptimizer, budget: int) -> int:
     return (budget - optimizer.initial_evaluations) // optimizer.evaluations_per_step
 
 
+def run_optimizer(
+    optimizer: BlackBoxOptimizer, rng_key: jax.Array, num_steps: int
+) -> tuple[BlackBoxState, jax.Array, jax.Array]:
+    """Runs ``init`` then ``num_steps`` steps in a ``lax.scan``: one traceable run.
+
+    The key is split once into an init key and a run key, and the run key into one key per step,
+    so a run is reproducible from ``rng_key``; ``jax.jit`` it, or ``jax.vmap`` it over seeds.
+
+    Args:
+      optimizer: a :class:`BlackBoxOptimizer`.
+      rng_key: a JAX PRNG key.
+      num_steps: the number of steps (static; :func:`num_steps_for_budget`).
+
+    Returns:
+      ``(state, best_values [T], evaluation_counts [T])``: the final state and, after each step,
+      the best value so far and the evaluations spent (an anytime curve).
+
+    Examples:
+      >>> from jaxlab.rl import onemax, umda
+      >>> algorithm = umda(onemax, 8, population=16, num_selected=8)
+      >>> state, best, counts = jax.jit(run_optimizer, static_argnums=(0, 2))(
+      ...     algorithm, jax.random.key(0), 5)
+      >>> best.shape, counts.tolist()
+      ((5,), [16, 32, 48, 64, 80])
+    """
+    if not isinstance(optimizer, BlackBoxOptimizer):
+        raise TypeError(f"optimizer must be a BlackBoxOptimizer, got {type(optimizer).__name__}")
+    num_steps = check_int(num_steps, "num_steps", minimum=1)
+    init_key, run_key = jax.random.split(rng_key)
+
+    def body(state, key):
+        state, info = optimizer.step(key, state)
+        return state, (info.best_value, info.evaluations)
+
+    state, (best, counts) = jax.lax.scan(
+        body, optimizer.init(init_key), jax.random.split(run_key, num_steps)
+    )
+    return state, best, counts
+
+
 # --------------------------------------------------------------------------------------------
 # Internals shared by the optimisers.
 
@@ -190,10 +231,7 @@ def ranked(values: jax.Array) -> jax.Array:
 def diversity(points: jax.Array) -> jax.Array:
     """Mean per-bit binary entropy (nats) of the bit frequencies among ``points [λ, n]``."""
     p = jnp.mean(points.astype(jnp.float32), axis=0)
-    q = 1.0 - p
-    h = -(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0))
-    h = h - jnp.where(q > 0, q * jnp.log(jnp.where(q > 0, q, 1.0)), 0.0)
-    return jnp.mean(h)
+    return jnp.mean(jax.scipy.special.entr(p) + jax.scipy.special.entr(1.0 - p))
 
 
 def initial_state(search: Any, num_variables: int) -> BlackBoxState:

@@ -58,6 +58,22 @@ def _sample_bits(rng_key: jax.Array, probs: jax.Array, population: int) -> jax.A
     return jax.random.bernoulli(rng_key, jnp.broadcast_to(probs, shape), shape).astype(jnp.int32)
 
 
+def _mutation_rate(mutation_rate, n: int):
+    if mutation_rate is None:
+        return 1.0 / n  # the standard rate: one flip per offspring on average
+    check_probability(mutation_rate, "mutation_rate")
+    return mutation_rate
+
+
+def _uniform_start(rng_key, objective, n: int, count: int):
+    """``count`` uniform points, evaluated: the state after them, the points and their scores."""
+    check_key(rng_key)
+    points = jax.random.bernoulli(rng_key, 0.5, (count, n)).astype(jnp.int32)
+    values = evaluate(objective, points)
+    state, _ = record(initial_state(None, n), None, points, values)
+    return state, points, ranked(values)
+
+
 def _top_mean(points: jax.Array, values: jax.Array, k: int) -> jax.Array:
     _, index = jax.lax.top_k(ranked(values), k)
     return jnp.mean(points[index].astype(jnp.float32), axis=0)
@@ -191,17 +207,11 @@ def one_plus_one_ea(
       S. Droste, T. Jansen, I. Wegener, Theor. Comput. Sci. 276, 2002.
     """
     n, _, _ = _check_common(objective, num_variables)
-    if mutation_rate is None:
-        mutation_rate = 1.0 / n
-    else:
-        check_probability(mutation_rate, "mutation_rate")
+    mutation_rate = _mutation_rate(mutation_rate, n)
 
     def init(rng_key) -> BlackBoxState:
-        check_key(rng_key)
-        x = jax.random.bernoulli(rng_key, 0.5, (1, n)).astype(jnp.int32)
-        values = evaluate(objective, x)
-        state, _ = record(initial_state(None, n), None, x, values)
-        return state._replace(search=(x[0], ranked(values)[0]))
+        state, x, scores = _uniform_start(rng_key, objective, n, 1)
+        return state._replace(search=(x[0], scores[0]))
 
     def step(rng_key, state: BlackBoxState) -> tuple[BlackBoxState, BlackBoxInfo]:
         x, fx = state.search
@@ -257,17 +267,11 @@ def genetic_algorithm(
     """
     n, lam, _ = _check_common(objective, num_variables, population)
     check_probability(crossover_probability, "crossover_probability")
-    if mutation_rate is None:
-        mutation_rate = 1.0 / n
-    else:
-        check_probability(mutation_rate, "mutation_rate")
+    mutation_rate = _mutation_rate(mutation_rate, n)
 
     def init(rng_key) -> BlackBoxState:
-        check_key(rng_key)
-        points = jax.random.bernoulli(rng_key, 0.5, (lam, n)).astype(jnp.int32)
-        values = evaluate(objective, points)
-        state, _ = record(initial_state(None, n), None, points, values)
-        return state._replace(search=(points, ranked(values)))
+        state, points, scores = _uniform_start(rng_key, objective, n, lam)
+        return state._replace(search=(points, scores))
 
     def step(rng_key, state: BlackBoxState) -> tuple[BlackBoxState, BlackBoxInfo]:
         members, scores = state.search

@@ -46,10 +46,11 @@ from jaxlab.rl._black_box import (
     initial_state,
     num_steps_for_budget,
     record,
+    run_optimizer,
 )
 from jaxlab.rl._eda_baselines import genetic_algorithm, one_plus_one_ea, pbil, umda
 from jaxlab.rl._grpo import grpo
-from jaxlab.rl._policy import _ranks, random_orders
+from jaxlab.rl._policy import _check_permutations, order_masks, random_orders
 
 __all__ = [
     "AnyOrderLogistic",
@@ -58,40 +59,20 @@ __all__ = [
     "log_prob_any_order",
     "maximize",
     "oi_eda",
-    "order_masks",
     "sample_any_order",
 ]
 
 ORDER_MODES = ("fixed", "sigma", "sigma_sigmap")
 
 
-def _check_orders(orders: Any, num_variables: int, name: str = "orders") -> jax.Array:
-    o = check_array(orders, name, kind="integer", ndim=2).astype(jnp.int32)
+def _check_orders(orders: Any, num_variables: int) -> jax.Array:
+    o = check_array(orders, "orders", kind="integer", ndim=2).astype(jnp.int32)
     if o.shape[1] != num_variables:
         raise ValueError(
-            f"{name} must have shape (N, num_variables={num_variables}), got {o.shape}"
+            f"orders must have shape (N, num_variables={num_variables}), got {o.shape}"
         )
-    if is_concrete(o) and not np.all(np.sort(np.asarray(o), -1) == np.arange(num_variables)):
-        raise ValueError(f"{name} must hold one permutation of range(num_variables) per row")
+    _check_permutations(o, num_variables, "num_variables")
     return o
-
-
-def order_masks(orders: ArrayLike) -> jax.Array:
-    """The order masks ``M[g, i, j] = 1[pos_σg(j) < pos_σg(i)]``, float32 ``[N, n, n]``.
-
-    Row ``i`` of sample ``g`` marks the variables generated before ``i`` under ``σ_g``: the
-    inputs of ``x_i``'s conditional. ``M[g, i, i] = 0``: a variable never sees itself.
-
-    Args:
-      orders: int ``[N, n]``, ``orders[g, k]`` = the variable generated at step ``k``.
-
-    Examples:
-      >>> order_masks(jnp.array([[2, 0, 1]]))[0].tolist()  # x_2 first, then x_0, then x_1
-      [[0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
-    """
-    o = check_array(orders, "orders", kind="integer", ndim=2).astype(jnp.int32)
-    ranks = _ranks(o)
-    return (ranks[:, None, :] < ranks[:, :, None]).astype(jnp.float32)
 
 
 def _binary_points(x: Any, num_variables: int, name: str = "x") -> jax.Array:
@@ -306,8 +287,13 @@ def log_prob_any_order(model: Any, x: ArrayLike, orders: ArrayLike) -> jax.Array
     o = _check_orders(orders, n)
     if o.shape[0] != v.shape[0]:
         raise ValueError(f"orders must have one row per point ({v.shape[0]}), got {o.shape[0]}")
-    logits = model.conditional_logits(v, o)
-    return jnp.sum(v * logits - jax.nn.softplus(logits), axis=-1)
+    return _log_likelihood(model, v, o)
+
+
+def _log_likelihood(model, x: jax.Array, orders: jax.Array) -> jax.Array:
+    """``Σ_i [x_i ℓ_i - log(1 + e^{ℓ_i})]`` per sample, from the model's conditional logits."""
+    logits = model.conditional_logits(x, orders)
+    return jnp.sum(x * logits - jax.nn.softplus(logits), axis=-1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,24 +428,22 @@ def oi_eda(
 
 @functools.lru_cache(maxsize=32)
 def _model_fns(graphdef):
-    def sample_fn(params, rng_key, prompts, orders):
+    def merged(params, num):
+        # The GRPO core passes orders=None for the fixed (left-to-right) mode.
         model = nnx.merge(graphdef, params)
-        if orders is None:
-            orders = jnp.broadcast_to(
-                jnp.arange(model.num_variables, dtype=jnp.int32),
-                (prompts.shape[0], model.num_variables),
-            )
-        return model.sample(rng_key, orders)
+        identity = jnp.broadcast_to(
+            jnp.arange(model.num_variables, dtype=jnp.int32), (num, model.num_variables)
+        )
+        return model, identity
+
+    def sample_fn(params, rng_key, prompts, orders):
+        model, identity = merged(params, prompts.shape[0])
+        return model.sample(rng_key, identity if orders is None else orders)
 
     def log_prob_fn(params, tokens, prompts, orders):
-        model = nnx.merge(graphdef, params)
-        if orders is None:
-            orders = jnp.broadcast_to(
-                jnp.arange(model.num_variables, dtype=jnp.int32), tokens.shape
-            )
+        model, identity = merged(params, tokens.shape[0])
         x = tokens.astype(jnp.float32)
-        logits = model.conditional_logits(x, orders)
-        return jnp.sum(x * logits - jax.nn.softplus(logits), axis=-1)
+        return _log_likelihood(model, x, identity if orders is None else orders)
 
     return sample_fn, log_prob_fn
 
@@ -542,19 +526,7 @@ def maximize(
     algorithm = METHODS[method](objective, num_variables, **options)
     steps = num_steps_for_budget(algorithm, budget)
 
-    @jax.jit
-    def run(key):
-        init_key, run_key = jax.random.split(key)
-
-        def body(state, k):
-            state, info = algorithm.step(k, state)
-            return state, (info.best_value, info.evaluations)
-
-        state, (best, counts) = jax.lax.scan(
-            body, algorithm.init(init_key), jax.random.split(run_key, steps)
-        )
-        return state, best, counts
-
+    run = jax.jit(functools.partial(run_optimizer, algorithm, num_steps=steps))
     state, best, counts = run(rng_key)
     if int(state.nonfinite_count):
         raise ValueError(

@@ -35,6 +35,7 @@ from jaxlab._src.validation import (
 __all__ = [
     "AutoregressivePolicy",
     "identity_orders",
+    "order_masks",
     "random_orders",
     "sample_sequences",
     "sequence_log_probs",
@@ -79,6 +80,30 @@ def _ranks(orders: jax.Array) -> jax.Array:
     # rank[n, position] = the step at which that position is generated (inverse permutation).
     steps = jnp.broadcast_to(jnp.arange(orders.shape[-1], dtype=jnp.int32), orders.shape)
     return jnp.zeros_like(orders).at[jnp.arange(orders.shape[0])[:, None], orders].set(steps)
+
+
+def _check_permutations(orders: jax.Array, length: int, length_name: str) -> None:
+    """A concrete ``orders [N, L]`` holds one permutation of ``range(L)`` per row."""
+    if is_concrete(orders) and not np.all(np.sort(np.asarray(orders), -1) == np.arange(length)):
+        raise ValueError(f"orders must hold one permutation of range({length_name}) per row")
+
+
+def order_masks(orders: ArrayLike) -> jax.Array:
+    """The order masks ``M[g, i, j] = 1[pos_σg(j) < pos_σg(i)]``, float32 ``[N, n, n]``.
+
+    Row ``i`` of sample ``g`` marks the positions generated before ``i`` under ``σ_g``: the
+    inputs of position ``i``'s conditional. ``M[g, i, i] = 0``: a position never sees itself.
+
+    Args:
+      orders: int ``[N, n]``, ``orders[g, k]`` = the position generated at step ``k``.
+
+    Examples:
+      >>> order_masks(jnp.array([[2, 0, 1]]))[0].tolist()  # x_2 first, then x_0, then x_1
+      [[0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
+    """
+    o = check_array(orders, "orders", kind="integer", ndim=2).astype(jnp.int32)
+    ranks = _ranks(o)
+    return (ranks[:, None, :] < ranks[:, :, None]).astype(jnp.float32)
 
 
 # --------------------------------------------------------------------------------------------
@@ -164,8 +189,7 @@ def _check_policy_call(policy, prompts, orders, tokens=None):
     o = check_array(o, "orders", kind="integer", ndim=2).astype(jnp.int32)
     if o.shape != shape:
         raise ValueError(f"orders must have shape (len(prompts), length) = {shape}, got {o.shape}")
-    if is_concrete(o) and not np.all(np.sort(np.asarray(o), -1) == np.arange(policy.length)):
-        raise ValueError("orders must hold one permutation of range(length) per row")
+    _check_permutations(o, policy.length, "length")
     if tokens is None:
         return p, o
     t = check_array(tokens, "tokens", kind="integer", ndim=2)
@@ -234,10 +258,8 @@ def sequence_log_probs(
       True
     """
     p, o, t = _check_policy_call(policy, prompts, orders, tokens)
-    ranks = _ranks(o)
     n, length = t.shape
-    # Row (n, i): the tokens revealed before position i, i.e. rank < rank[i].
-    revealed = (ranks[:, None, :] < ranks[:, :, None]).astype(jnp.float32)
+    revealed = order_masks(o)  # row (n, i): the tokens revealed before position i
     flat_tokens = jnp.repeat(t, length, axis=0)
     logits = policy(flat_tokens, revealed.reshape(n * length, length), jnp.repeat(p, length))
     logits = logits.reshape(n, length, length, -1)

@@ -576,3 +576,9 @@ probes(
         ValueError,
     ),  # fmt: skip
 )
+probes(
+    _P + "run_optimizer",
+    raises("optimizer", lambda: R.run_optimizer((None, None), _key(), 3), TypeError),
+    raises("num_steps", lambda: R.run_optimizer(R.pbil(R.onemax, 4), _key(), 0), ValueError),
+    raises("num_steps", lambda: R.run_optimizer(R.pbil(R.onemax, 4), _key(), 2.0), TypeError),
+)
