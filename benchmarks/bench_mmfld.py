@@ -3,19 +3,26 @@
 The problem is the note's interacting box example (``d = 5``, ``κ = 1``, ``λ = 0.1``, ``η = 2e-3``)
 with the primal scheme: per step, the particle mean, the first-variation gradient
 ``c + κ(m̄ - m)``, the drift ``-G⁻¹g + λ∇·G⁻¹``, the noise ``√(2λη) G^{-1/2} ξ`` and the clip.
-The candidate is ``jaxlab.particles.mmfld(...).step``, jitted (float32); the peer is the same
-arithmetic in vectorised NumPy (float32, ``numpy.random.Generator.standard_normal``), timed
-interleaved in one run. ``ratio`` = JAX time / NumPy time per step.
+The candidate is ``jaxlab.particles.mmfld(...).step``, jitted (float32), with its per-step
+diagnostics (boundary distance, clip, outside and non-finite counts); the peer is the same
+arithmetic in vectorised NumPy (float32, ``numpy.random.Generator.standard_normal``) without
+them, timed interleaved in one run; both carry their random state (the JAX key is split inside
+the jitted call). ``ratio`` = JAX time / NumPy time per step.
 
-Target (issue): JAX at least 20x faster than NumPy at ``N = 10⁵`` (``ratio <= 0.05``). On a CPU
-both are bound by drawing ``N·d`` Gaussians (JAX: a counter-mode Threefry hash of (key, particle,
-coordinate pair) so the noise does not depend on the sharding, then an inverse-CDF map; NumPy: its
-ziggurat), so the target is for an accelerator; the CPU ratio is reported as measured (about
-0.8 at ``N = 10⁵`` on a 2-core CPU: JAX is 1.25x faster, not 20x). The report also gives the
-fitted growth exponent of the step time in ``N`` (linear cost: exponent ~1 once fixed overheads
-are amortised)
-and the step time with the particles sharded over 1, 2, 4, 8 (simulated) devices with
-``jax.shard_map`` (:func:`jaxlab.particles.shard_step`).
+Targets at ``N = 10⁵``: on an accelerator JAX at least 20x faster than NumPy (``ratio ≤ 0.05``,
+the original goal); on a CPU, where both are bound by the Gaussian noise, at least 2x
+(``ratio ≤ 0.5``, issue 23). The noise is a counter-mode Threefry hash of (key, particle,
+coordinate pair) so that it does not depend on the sharding, mapped through the inverse normal
+CDF; NumPy draws its Gaussians with a ziggurat. The report breaks the step down at ``N = 10⁵``
+into pieces timed alone (each a separate jitted program of public functions, so each reads and
+writes its arrays once, which the fused step does not: they need not add up to the step):
+the noise hash (``particles.particle_uniform``), the noise (hash and inverse CDF,
+``particles.particle_noise``), the interaction (the particle mean and the first-variation
+gradient), the projection (the mirror map's clip), against NumPy's ``standard_normal`` and its
+step without it. It also gives the fitted growth exponent of the step time in ``N`` (linear
+cost: exponent ~1 once fixed overheads are amortised) and the step time with the particles
+sharded over 1, 2, 4, 8 (simulated) devices with ``jax.shard_map``
+(:func:`jaxlab.particles.shard_step`).
 
 Run: ``python -m benchmarks mmfld`` or ``python -m benchmarks.bench_mmfld``.
 """
@@ -50,9 +57,10 @@ _MARGIN = 4 * float(np.finfo(np.float32).eps)  # the kernel's float32 clip margi
 _SIZES = {
     # particle numbers, devices for the scaling rows, N of the scaling rows, repeats, warm-up
     "smoke": ((1_000, 10_000), (1, 8), 10_000, 5, 1),
-    "default": ((1_000, 10_000, 100_000, 1_000_000), (1, 2, 4, 8), 100_000, 9, 2),
+    "default": ((1_000, 10_000, 100_000, 1_000_000), (1, 2, 4, 8), 100_000, 21, 3),
 }
-_TARGET_N, _TARGET_RATIO = 100_000, 0.05
+# The targets at N = 1e5 (see the module docstring): 20x on an accelerator, 2x on a CPU.
+_TARGET_N, _TARGET_RATIOS = 100_000, {"cpu": 0.5, "accelerator": 0.05}
 
 
 class _NumPyStep:
@@ -85,17 +93,62 @@ def _algorithm(axis_name=None):
     )
 
 
+def _advance(step):
+    """A jitted ``(key, state) -> (key, state)``: one step, the key split inside (as NumPy's
+    generator advances its own state)."""
+
+    @jax.jit
+    def advance(key, state):
+        key, step_key = jax.random.split(key)
+        state, info = step(step_key, state)
+        return key, state, info
+
+    return advance
+
+
 class _JaxStep:
-    def __init__(self, step, positions):
-        self.step = step
+    def __init__(self, advance, positions):
+        self.advance = advance
         self.state = particles.MFLDState(positions)
         self.key = jax.random.key(0)
-        self.count = 0
 
     def __call__(self):
-        self.count += 1
-        self.state, _ = self.step(jax.random.fold_in(self.key, self.count), self.state)
+        self.key, self.state, _ = self.advance(self.key, self.state)
         return self.state.positions
+
+
+def _breakdown(n: int, repeats: int, warmup: int) -> dict:
+    """Seconds per call of the step's pieces timed alone, JAX and NumPy (see the docstring)."""
+    x = jnp.asarray(_positions(n))
+    dim = x.shape[1]
+    key = jax.random.key(0)
+    functional = particles.interacting_box_functional(jnp.asarray(_C), _KAPPA, jnp.asarray(_TARGET))
+    box = particles.box_mirror_map(0.0, 1.0)
+
+    @jax.jit
+    def interaction(x):
+        mean = jnp.mean(jax.vmap(functional.statistics_fn)(x), axis=0)
+        return jax.vmap(functional.first_variation_grad_fn, in_axes=(0, None))(x, mean)
+
+    step = jax.jit(_algorithm().step)
+    uniform = jax.jit(particles.particle_uniform, static_argnums=(1, 2))
+    noise = jax.jit(particles.particle_noise, static_argnums=(1, 2))
+    clip = jax.jit(jax.vmap(lambda particle: box.clip(particle, _MARGIN)))
+    state = particles.MFLDState(x)
+    pieces = {
+        "jax_step": lambda: step(key, state),
+        "jax_noise_hash": lambda: uniform(key, n, dim),
+        "jax_noise_hash_and_inverse_cdf": lambda: noise(key, n, dim),
+        "jax_interaction": lambda: interaction(x),
+        "jax_projection": lambda: clip(x),
+    }
+    numpy_positions = np.asarray(x)
+    generator = np.random.default_rng(0)
+    pieces["numpy_step"] = _NumPyStep(numpy_positions)
+    pieces["numpy_normal"] = lambda: generator.standard_normal((n, dim), dtype=np.float32)
+    times = median_times(interleaved_times(pieces, repeats, warmup))
+    times["numpy_step_without_normal"] = times["numpy_step"] - times["numpy_normal"]
+    return {name: float(value) for name, value in times.items()}
 
 
 def _positions(n: int) -> np.ndarray:
@@ -125,9 +178,13 @@ def run(size: str = "default") -> dict:
         (N = 10³, 10⁴; 1 and 8 devices at N = 10⁴).
 
     Returns:
-      ``{"name", "peer", "size", "rows", "time_growth_exponent", "device_count"}``; each row has
-      ``case``, ``step_time_s``, ``peer_step_time_s``, ``ratio``, ``target_ratio``,
-      ``meets_target`` and the particle-steps per second of both.
+      ``{"name", "peer", "size", "rows", "time_growth_exponent", "device_count",
+      "breakdown_num_particles", "breakdown_s"}``; each row has ``case``, ``step_time_s``,
+      ``peer_step_time_s``, ``ratio``, ``target_ratio`` (2x on a CPU, 20x on an accelerator, at
+      ``N = 10⁵``), ``meets_target`` and the particle-steps per second of both; ``breakdown_s``
+      has the seconds per call of the pieces timed alone (``jax_step``, ``jax_noise_hash``,
+      ``jax_noise_hash_and_inverse_cdf``, ``jax_interaction``, ``jax_projection``,
+      ``numpy_step``, ``numpy_normal``, ``numpy_step_without_normal``).
 
     Examples:
       >>> report = run("smoke")  # doctest: +SKIP
@@ -137,13 +194,14 @@ def run(size: str = "default") -> dict:
     if size not in _SIZES:
         raise ValueError(f"size must be one of {sorted(_SIZES)}, got {size!r}")
     sizes, device_counts, scaling_n, repeats, warmup = _SIZES[size]
-    single = jax.jit(_algorithm().step)
+    single = _advance(_algorithm().step)
+    platform = "cpu" if jax.devices()[0].platform == "cpu" else "accelerator"
     rows, step_times = [], []
     for n in sizes:
         positions = _positions(n)
         fns = {"jax": _JaxStep(single, jnp.asarray(positions)), "numpy": _NumPyStep(positions)}
         times = median_times(interleaved_times(fns, repeats, warmup))
-        target = _TARGET_RATIO if n == _TARGET_N else None
+        target = _TARGET_RATIOS[platform] if n == _TARGET_N else None
         rows.append(_row(f"N={n:.0e} one device", n, times["jax"], times["numpy"], target))
         step_times.append(times["jax"])
     tail = [(n, t) for n, t in zip(sizes, step_times, strict=True) if n >= 10_000]
@@ -159,7 +217,7 @@ def run(size: str = "default") -> dict:
         if count > available:
             continue
         mesh = make_mesh((count,), ("particles",))
-        step = particles.shard_step(sharded_step, mesh)
+        step = _advance(particles.shard_step(sharded_step, mesh))
         fns = {"jax": _JaxStep(step, jnp.asarray(positions)), "numpy": _NumPyStep(positions)}
         times = median_times(interleaved_times(fns, repeats, warmup))
         rows.append(
@@ -170,6 +228,7 @@ def run(size: str = "default") -> dict:
                 times["numpy"],
             )
         )
+    breakdown_n = _TARGET_N if _TARGET_N in sizes else sizes[-1]
     return {
         "name": "mmfld",
         "peer": "the same primal MMFLD update in vectorised NumPy (float32)",
@@ -178,6 +237,8 @@ def run(size: str = "default") -> dict:
         "device_count": available,
         "time_growth_exponent": exponent,
         "rows": rows,
+        "breakdown_num_particles": breakdown_n,
+        "breakdown_s": _breakdown(breakdown_n, repeats, warmup),
     }
 
 

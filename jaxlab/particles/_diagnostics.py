@@ -1,4 +1,4 @@
-"""Diagnostics of a particle run's objective curve: the linear-convergence phase."""
+"""Diagnostics of particle runs: the linear-convergence phase, power laws in the particle number."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from jaxlab._src.validation import check_real, check_real_array
 
-__all__ = ["LinearPhaseFit", "linear_phase_fit"]
+__all__ = ["LinearPhaseFit", "PowerLawFit", "linear_phase_fit", "power_law_fit"]
 
 
 class LinearPhaseFit(NamedTuple):
@@ -117,3 +117,85 @@ def linear_phase_fit(
     return LinearPhaseFit(
         floor, int(t.size), float(t[0]), float(t[-1]), float(slope), float(r2), True
     )
+
+
+class PowerLawFit(NamedTuple):
+    """A fit ``value ≈ prefactor · size^exponent`` (see :func:`power_law_fit`).
+
+    Attributes:
+      exponent: the fitted log-log slope.
+      exponent_standard_error: its standard error (``nan`` without errors on the values).
+      prefactor: ``exp(intercept)``.
+
+    Examples:
+      >>> PowerLawFit(-1.0, 0.05, 0.04).exponent
+      -1.0
+    """
+
+    exponent: float
+    exponent_standard_error: float
+    prefactor: float
+
+
+def power_law_fit(
+    sizes: jax.typing.ArrayLike,
+    values: jax.typing.ArrayLike,
+    standard_errors: jax.typing.ArrayLike | None = None,
+) -> PowerLawFit:
+    """Fits ``log value = exponent · log size + intercept`` by (weighted) least squares.
+
+    With standard errors ``s_i`` of the values, the weights are ``1/var(log value_i) ≈
+    (value_i/s_i)²`` (delta method) and the exponent's standard error is
+    ``√[(XᵀWX)⁻¹]₁₁``; without them, ordinary least squares and a ``nan`` standard error. The
+    delta method needs each value well above its error (say ``> 3 s_i``): below that
+    ``log value`` is not nearly Gaussian and the fit follows the noise.
+
+    Args:
+      sizes: ``(K,)`` positive sizes (e.g. particle numbers), ``K ≥ 2``.
+      values: ``(K,)`` positive values (e.g. ``|bias|``).
+      standard_errors: optional ``(K,)`` positive standard errors of the values.
+
+    Returns:
+      A :class:`PowerLawFit`.
+
+    Raises:
+      TypeError: an argument is not a real array.
+      ValueError: shapes differ, fewer than 2 points, or an entry is not finite and positive.
+
+    Examples:
+      >>> import numpy as np
+      >>> sizes = np.array([4.0, 8.0, 16.0, 32.0])
+      >>> fit = power_law_fit(sizes, 0.04 / sizes, 0.001 * np.ones(4))
+      >>> round(fit.exponent, 6), round(fit.prefactor, 6)
+      (-1.0, 0.04)
+      >>> round(fit.exponent_standard_error, 2)  # the smallest value is 1.25 standard errors
+      0.2
+
+    References:
+      Bevington & Robinson, "Data Reduction and Error Analysis for the Physical Sciences", 2003
+      (weighted least squares and propagation of errors).
+    """
+    arrays = {"sizes": sizes, "values": values}
+    if standard_errors is not None:
+        arrays["standard_errors"] = standard_errors
+    checked = {}
+    for name, value in arrays.items():
+        array = check_real_array(value, name)
+        if array is None:
+            raise TypeError(f"{name} must be a concrete real array (the fit runs on the host)")
+        if array.ndim != 1 or array.shape != np.shape(arrays["sizes"]) or array.size < 2:
+            raise ValueError(
+                f"{name} must be 1-D with the sizes' length (at least 2), got shape {array.shape}"
+            )
+        if not np.all(array > 0):
+            raise ValueError(f"{name} must be finite and > 0, got {array.tolist()}")
+        checked[name] = array.astype(float)
+    x, y = np.log(checked["sizes"]), np.log(checked["values"])
+    if standard_errors is None:
+        slope, intercept = np.polyfit(x, y, 1)
+        return PowerLawFit(float(slope), float("nan"), float(np.exp(intercept)))
+    weight = (checked["values"] / checked["standard_errors"]) ** 2
+    design = np.stack([np.ones_like(x), x], axis=1)
+    covariance = np.linalg.inv(design.T @ (weight[:, None] * design))
+    intercept, slope = covariance @ design.T @ (weight * y)
+    return PowerLawFit(float(slope), float(np.sqrt(covariance[1, 1])), float(np.exp(intercept)))

@@ -2,8 +2,8 @@
 
 Hom-PGD⁺ (Liu, Liang & Chen, ICML 2026): projected gradient in the latent ball of a (learned)
 homeomorphism onto a non-convex feasible set, with the public code's bisection repair; its star
-toy and non-convex QCQP family, and the baselines it is measured against (exact-projection PGD,
-penalty, augmented Lagrangian, SLSQP).
+toy and non-convex QCQP family (single instances and batches), and the baselines it is measured
+against (exact-projection PGD, penalty, augmented Lagrangian, local and multi-start SLSQP).
 
 Implicit differentiation of a solver's solution solves a linear system through
 ``implicit_diff_solve`` (dense for small problems, matrix-free GMRES or CG otherwise).
@@ -36,6 +36,7 @@ from jaxlab.solvers._baselines import (
     augmented_lagrangian,
     exact_projection_pgd,
     penalty_method,
+    slsqp_local_solve,
     slsqp_multistart,
     slsqp_projection_pgd,
 )
@@ -70,6 +71,7 @@ from jaxlab.solvers._hom_pgd_problems import (
     qcqp_homeomorphism_net,
     qcqp_objective,
     sample_qcqp,
+    sample_qcqp_batch,
     star_boundary,
     star_constraint,
     star_hom_pgd,
@@ -77,6 +79,7 @@ from jaxlab.solvers._hom_pgd_problems import (
     star_objective,
     star_projection,
     star_radius,
+    train_qcqp_homeomorphism,
 )
 from jaxlab.solvers._lshaped import LShaped, LShapedState
 from jaxlab.solvers._push_pull import FAB, FABParams, FABState, PushPull, PushPullState
@@ -140,6 +143,8 @@ __all__ = [
     "qcqp_homeomorphism_net",
     "qcqp_objective",
     "sample_qcqp",
+    "sample_qcqp_batch",
+    "slsqp_local_solve",
     "slsqp_multistart",
     "slsqp_projection_pgd",
     "star_boundary",
@@ -149,6 +154,7 @@ __all__ = [
     "star_objective",
     "star_projection",
     "star_radius",
+    "train_qcqp_homeomorphism",
     # Push-Pull and FAB (distributed bilevel) over time-varying digraphs
     "FAB",
     "FABParams",

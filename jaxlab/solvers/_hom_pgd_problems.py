@@ -14,6 +14,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -29,7 +30,13 @@ from jaxlab._src.validation import (
     check_last_axis,
     check_positive_int,
 )
-from jaxlab.nn import InvertibleNet, QuadMixerEncoder
+from jaxlab.nn import (
+    HomeomorphismTraining,
+    InvertibleNet,
+    QuadMixerEncoder,
+    sample_latents,
+    train_homeomorphism,
+)
 from jaxlab.solvers._hom_pgd import HomPGD
 
 __all__ = [
@@ -44,6 +51,7 @@ __all__ = [
     "qcqp_homeomorphism_net",
     "qcqp_objective",
     "sample_qcqp",
+    "sample_qcqp_batch",
     "star_boundary",
     "star_constraint",
     "star_homeomorphism",
@@ -51,6 +59,7 @@ __all__ = [
     "star_hom_pgd",
     "star_projection",
     "star_radius",
+    "train_qcqp_homeomorphism",
 ]
 
 #: Global minimum of :func:`star_objective` over the star set, by a dense boundary scan (the
@@ -265,6 +274,49 @@ def sample_qcqp(rng_key: jax.Array, n: int, m: int) -> QCQPInstance:
     return QCQPInstance(quad, linear, constraint_quad, constraint_linear, constraint_bound)
 
 
+def sample_qcqp_batch(rng_key: jax.Array, n: int, m: int, num_instances: int) -> QCQPInstance:
+    """A batch of :func:`sample_qcqp` instances, stacked along a leading axis.
+
+    Instance i is ``sample_qcqp(jax.random.split(rng_key, num_instances)[i], n, m)``: the same
+    family (x = 0 strictly feasible for each), drawn in one vmapped call, ready for a solver
+    mapped over instances (``jax.vmap(..., in_axes=0)`` over the batch). The paper's sweep draws
+    test instances at n ∈ {10, 30, 50}, m ∈ {10, 100, 1000} with seed 2025.
+
+    Args:
+      rng_key: a ``jax.random`` key.
+      n: dimension (>= 2).
+      m: number of quadratic constraints (>= 1).
+      num_instances: batch size (>= 1).
+
+    Returns:
+      A :class:`QCQPInstance` whose arrays have a leading axis of size ``num_instances``
+      (``quad``: (num_instances, n, n), ...). ``jax.tree.map(lambda a: a[i], batch)`` is
+      instance i.
+
+    Examples:
+      >>> batch = sample_qcqp_batch(jax.random.key(2030), 2, 3, 3)
+      >>> batch.constraint_quad.shape, batch.constraint_bound.shape
+      ((3, 3, 2, 2), (3, 3))
+      >>> third = sample_qcqp(jax.random.split(jax.random.key(2030), 3)[2], 2, 3)
+      >>> bool(jnp.allclose(batch.quad[2], third.quad))
+      True
+
+    References:
+      C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (the QCQP family of its sweep).
+    """
+    check_key(rng_key, "rng_key")
+    n = check_int(n, "n", minimum=2)
+    m = check_positive_int(m, "m")
+    num_instances = check_positive_int(num_instances, "num_instances")
+    return _batch_sampler(n, m)(jax.random.split(rng_key, num_instances))
+
+
+@functools.cache
+def _batch_sampler(n: int, m: int):
+    """One compiled vmapped sampler per size (an eager vmap would dispatch op by op)."""
+    return jax.jit(jax.vmap(lambda key: sample_qcqp(key, n, m)))
+
+
 def qcqp_objective(x: jax.Array, instance: QCQPInstance) -> jax.Array:
     """½xᵀQx + pᵀx.
 
@@ -440,6 +492,76 @@ def qcqp_homeomorphism_net(
         condition_encoder=encoder,
         bounds=(-5.0, 5.0),
         rngs=rngs,
+    )
+
+
+def train_qcqp_homeomorphism(
+    rng_key: jax.Array,
+    n: int,
+    m: int,
+    *,
+    num_steps: int = 10_000,
+    batch_size: int = 256,
+    penalty_weight: float = 10.0,
+    encoder_hidden: int = 64,
+    hidden: int | None = None,
+    latent_pool: int = 10_000,
+    progress=None,
+) -> HomeomorphismTraining:
+    """Builds and trains one conditional network for the whole QCQP family of size (n, m).
+
+    The public code's recipe: :func:`qcqp_homeomorphism_net` (initial weights from ``rng_key``)
+    trained by ``jaxlab.nn.train_homeomorphism`` on a fixed pool of ``latent_pool`` latents
+    (``jaxlab.nn.sample_latents``) and ``batch_size`` fresh :func:`sample_qcqp` instances per
+    step, minimising the homeomorphism loss
+    ``-(1/n) E log|det J_Φ| + w_pen E Σ_j [g_j(Φ(z); c)]₊ + 0.01 E D + 0.1 max D`` with AdamW
+    (1e-3, ×0.99 every 100 steps) and Polyak (EMA 0.99) weights. The authors train 10,000
+    steps, at batch 256 for the 2-D toy and 64 for the sweep, with w_pen = 10 and width 64.
+
+    Args:
+      rng_key: a ``jax.random`` key (initial weights, latent pool, training draws).
+      n: dimension (>= 2).
+      m: number of quadratic constraints (>= 1).
+      num_steps: training steps.
+      batch_size: latents and fresh instances per step.
+      penalty_weight: w_pen of the homeomorphism loss.
+      encoder_hidden: width (and embedding size) of the QuadMixer condition encoder.
+      hidden: MADE width (None: max(n + 1, 64)).
+      latent_pool: size of the fixed latent pool.
+      progress: optional object with ``track(iterable, total=, description=)``.
+
+    Returns:
+      A ``jaxlab.nn.HomeomorphismTraining``; ``.model`` (EMA weights) feeds
+      :func:`qcqp_hom_pgd`.
+
+    Examples:
+      >>> out = train_qcqp_homeomorphism(jax.random.key(0), 2, 3, num_steps=40, batch_size=32,
+      ...                                encoder_hidden=8, hidden=8, latent_pool=512)
+      >>> out.history["loss"].shape, out.model.num_features
+      ((40,), 2)
+
+    References:
+      C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (scripts/inn_pgd of the public code).
+    """
+    check_key(rng_key, "rng_key")
+    n = check_int(n, "n", minimum=2)
+    m = check_positive_int(m, "m")
+    num_steps = check_positive_int(num_steps, "num_steps")
+    latent_pool = check_positive_int(latent_pool, "latent_pool")
+    train_key, latent_key, net_key = jax.random.split(rng_key, 3)
+    rngs = nnx.Rngs(int(jax.random.randint(net_key, (), 0, 2**30)))
+    net = qcqp_homeomorphism_net(n, encoder_hidden=encoder_hidden, hidden=hidden, rngs=rngs)
+    return train_homeomorphism(
+        net,
+        qcqp_constraints_from_condition,
+        sample_latents(latent_key, latent_pool, n),
+        rng_key=train_key,
+        num_steps=num_steps,
+        batch_size=batch_size,
+        sample_conditions=qcqp_condition_sampler(n, m),
+        penalty_weight=penalty_weight,
+        chunk_size=min(100, num_steps),
+        progress=progress,
     )
 
 

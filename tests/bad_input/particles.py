@@ -53,6 +53,8 @@ for _name, _what in (
     ("SamplingAlgorithm", "the (init, step) NamedTuple every sampler returns"),
     ("BoxFixedPoint", "a result NamedTuple of interacting_box_fixed_point"),
     ("LinearPhaseFit", "a result NamedTuple of linear_phase_fit"),
+    ("PowerLawFit", "a result NamedTuple of power_law_fit"),
+    ("FiniteParticleMoments", "a result NamedTuple of interacting_box_finite_particle_moments"),
 ):
     no_probes(_P + _name, _what)
 no_probes(_P + "euclidean_mirror_map", "takes no arguments")
@@ -119,6 +121,21 @@ probes(
     raises(
         "rng_key",
         lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1).step(None, _inside(4)),
+        TypeError,
+    ),
+    raises(
+        "noise_sign",
+        lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1).step(
+            jax.random.key(0), _inside(4), noise_sign=0.5
+        ),
+        ValueError,
+        "a noise sign other than ±1",
+    ),
+    raises(
+        "noise_sign",
+        lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1).step(
+            jax.random.key(0), _inside(4), noise_sign="-1"
+        ),
         TypeError,
     ),
     raises(
@@ -236,7 +253,7 @@ probes(
 
 probes(
     _P + "interacting_box_finite_particle_mean",
-    raises("num_particles", lambda: p.interacting_box_finite_particle_mean(0.5, 1.0, 0.2, 0.1, 12)),
+    raises("num_particles", lambda: p.interacting_box_finite_particle_mean(0.5, 1.0, 0.2, 0.1, 0)),
     raises("entropy_weight", lambda: p.interacting_box_finite_particle_mean(0.5, 1.0, 0.2, 0, 16)),
     raises(
         "grid_step", lambda: p.interacting_box_finite_particle_mean(0.5, 1.0, 0.2, 0.1, 16, 0.0)
@@ -280,4 +297,155 @@ probes(
     raises("times", lambda: p.linear_phase_fit(["a", "b"], [1.0, 2.0]), TypeError),
     raises("objective", lambda: p.linear_phase_fit([0.0, 1.0], [1.0, _NAN])),
     raises("times", lambda: p.linear_phase_fit([0.0, 1.0, 2.0], [1.0, 2.0])),
+)
+
+_C5, _M5 = [0.3, -0.2, 0.5, 0.0, 0.1], [0.5, 0.5, 0.2, 0.8, 0.5]
+
+
+def _step():
+    return p.mmfld(_linear(), _box(), 1e-3, 0.1).step
+
+
+probes(
+    _P + "ensemble_step",
+    raises("step", lambda: p.ensemble_step(None), TypeError),
+    raises("antithetic", lambda: p.ensemble_step(_step(), antithetic=1), TypeError),
+    raises(
+        "state.positions",
+        lambda: p.ensemble_step(_step())(jax.random.key(0), p.MFLDState(jnp.full((3, 4, 1), 0.5))),
+        ValueError,
+        "an odd number of systems in antithetic pairs",
+    ),
+    raises(
+        "state.positions",
+        lambda: p.ensemble_step(_step())(jax.random.key(0), _inside(4)),
+        ValueError,
+        "one system (2-D positions)",
+    ),
+    raises(
+        "rng_key",
+        lambda: p.ensemble_step(_step())(None, p.MFLDState(jnp.full((2, 4, 1), 0.5))),
+        TypeError,
+    ),
+    raises("state", lambda: p.ensemble_step(_step())(jax.random.key(0), jnp.ones((2, 4, 1)))),
+)
+
+probes(
+    _P + "time_average",
+    raises("step", lambda: p.time_average(None, _inside(), jax.random.key(0), 5, jnp.sum)),
+    raises(
+        "statistic_fn", lambda: p.time_average(_step(), _inside(), jax.random.key(0), 5, "mean")
+    ),
+    raises("num_steps", lambda: p.time_average(_step(), _inside(), jax.random.key(0), 0, jnp.sum)),
+    raises(
+        "burn_in",
+        lambda: p.time_average(_step(), _inside(), jax.random.key(0), 5, jnp.sum, burn_in=5),
+    ),
+    raises(
+        "num_steps",
+        lambda: p.time_average(_step(), _inside(), jax.random.key(0), 5.0, jnp.sum),
+        TypeError,
+    ),
+    raises("rng_key", lambda: p.time_average(_step(), _inside(), None, 5, jnp.sum), TypeError),
+    raises(
+        "state", lambda: p.time_average(_step(), jnp.ones((4, 1)), jax.random.key(0), 5, jnp.sum)
+    ),
+)
+
+probes(
+    _P + "power_law_fit",
+    raises("sizes", lambda: p.power_law_fit([4.0], [0.1])),
+    raises("values", lambda: p.power_law_fit([4.0, 8.0], [0.1, -0.05])),
+    raises("values", lambda: p.power_law_fit([4.0, 8.0], [0.1, _NAN])),
+    raises("standard_errors", lambda: p.power_law_fit([4.0, 8.0], [0.1, 0.05], [0.01])),
+    raises("standard_errors", lambda: p.power_law_fit([4.0, 8.0], [0.1, 0.05], [0.01, 0.0])),
+    raises("sizes", lambda: p.power_law_fit(["a", "b"], [0.1, 0.05]), TypeError),
+)
+
+probes(
+    _P + "interacting_box_finite_particle_moments",
+    raises(
+        "num_particles", lambda: p.interacting_box_finite_particle_moments(_C5, 1.0, _M5, 0.1, 0)
+    ),
+    raises(
+        "num_particles",
+        lambda: p.interacting_box_finite_particle_moments(_C5, 1.0, _M5, 0.1, 4.0),
+        TypeError,
+    ),
+    raises(
+        "entropy_weight", lambda: p.interacting_box_finite_particle_moments(_C5, 1.0, _M5, 0, 4)
+    ),
+    raises(
+        "interaction", lambda: p.interacting_box_finite_particle_moments(_C5, -1.0, _M5, 0.1, 4)
+    ),
+    raises(
+        "grid_step",
+        lambda: p.interacting_box_finite_particle_moments(_C5, 1.0, _M5, 0.1, 4, grid_step=0.7),
+    ),
+    raises("target", lambda: p.interacting_box_finite_particle_moments(_C5, 1.0, [0.5], 0.1, 4)),
+    raises(
+        "coefficient",
+        lambda: p.interacting_box_finite_particle_moments(["x"] * 5, 1.0, _M5, 0.1, 4),
+        TypeError,
+    ),
+)
+
+probes(
+    _P + "interacting_box_stationary_sample",
+    raises(
+        "rng_key",
+        lambda: p.interacting_box_stationary_sample(None, _C5, 1.0, _M5, 0.1, 4, 2),
+        TypeError,
+    ),
+    raises(
+        "num_systems",
+        lambda: p.interacting_box_stationary_sample(jax.random.key(0), _C5, 1.0, _M5, 0.1, 4, 0),
+    ),
+    raises(
+        "num_particles",
+        lambda: p.interacting_box_stationary_sample(jax.random.key(0), _C5, 1.0, _M5, 0.1, 0, 2),
+    ),
+    raises(
+        "entropy_weight",
+        lambda: p.interacting_box_stationary_sample(jax.random.key(0), _C5, 1.0, _M5, _NAN, 4, 2),
+    ),
+    raises(
+        "independent",
+        lambda: p.interacting_box_stationary_sample(
+            jax.random.key(0), _C5, 1.0, _M5, 0.1, 4, 2, independent="yes"
+        ),
+        TypeError,
+    ),
+    raises(
+        "target",
+        lambda: p.interacting_box_stationary_sample(
+            jax.random.key(0), _C5, 1.0, _M5[:2], 0.1, 4, 2
+        ),
+    ),
+)
+
+for _draw in ("particle_noise", "particle_uniform"):
+    _fn = getattr(p, _draw)
+    probes(
+        _P + _draw,
+        raises("rng_key", lambda f=_fn: f(None, 4, 2), TypeError),
+        raises("num_particles", lambda f=_fn: f(jax.random.key(0), -1, 2)),
+        raises("num_particles", lambda f=_fn: f(jax.random.key(0), 4.0, 2), TypeError),
+        raises("dim", lambda f=_fn: f(jax.random.key(0), 4, 0)),
+        raises("dtype", lambda f=_fn: f(jax.random.key(0), 4, 2, jnp.int32), TypeError),
+        raises(
+            "axis_name",
+            lambda f=_fn: f(jax.random.key(0), 4, 2, axis_name="particles"),
+            ValueError,
+            "outside vmap/shard_map",
+        ),
+    )
+probes(
+    _P + "particle_uniform",
+    raises(
+        "rng_key",
+        lambda: p.particle_uniform(jax.random.key(0, impl="rbg"), 4, 2),
+        ValueError,
+        "a key of another PRNG",
+    ),
 )

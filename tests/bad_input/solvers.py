@@ -385,6 +385,24 @@ for _name, _fn in (
         raises("instance", lambda f=_fn: f(jnp.ones(2), None), TypeError),
     )
 probes(
+    _P + "sample_qcqp_batch",
+    raises("rng_key", lambda: S.sample_qcqp_batch(None, 2, 1, 3), TypeError),
+    raises("n", lambda: S.sample_qcqp_batch(_key(), 1, 1, 3), ValueError),
+    raises("m", lambda: S.sample_qcqp_batch(_key(), 2, 0, 3), ValueError),
+    raises("num_instances", lambda: S.sample_qcqp_batch(_key(), 2, 1, 0), ValueError),
+    raises("num_instances", lambda: S.sample_qcqp_batch(_key(), 2, 1, 2.0), TypeError),
+)
+probes(
+    _P + "train_qcqp_homeomorphism",
+    raises("rng_key", lambda: S.train_qcqp_homeomorphism(None, 2, 1), TypeError),
+    raises("n", lambda: S.train_qcqp_homeomorphism(_key(), 1, 1), ValueError),
+    raises("m", lambda: S.train_qcqp_homeomorphism(_key(), 2, 0), ValueError),
+    raises("num_steps", lambda: S.train_qcqp_homeomorphism(_key(), 2, 1, num_steps=0), ValueError),
+    raises(
+        "latent_pool", lambda: S.train_qcqp_homeomorphism(_key(), 2, 1, latent_pool=-1), ValueError
+    ),
+)
+probes(
     _P + "qcqp_condition",
     raises("instance", lambda: S.qcqp_condition(None), TypeError),
     raises("instance", lambda: S.qcqp_condition((1, 2)), TypeError),
@@ -455,6 +473,18 @@ for _name, _fn in (
         raises("constraint_fn", lambda f=_fn: f(S.star_objective, None, jnp.ones(2)), TypeError),
         raises("x0", lambda f=_fn: f(S.star_objective, S.star_constraint, "x0"), TypeError),
     )
+for _name, _fn in (
+    ("penalty_method", S.penalty_method),
+    ("augmented_lagrangian", S.augmented_lagrangian),
+):
+    probes(
+        _P + _name,
+        raises(
+            "inner_solver",
+            lambda f=_fn: f(S.star_objective, S.star_constraint, jnp.ones(2), inner_solver="lbfgs"),
+            ValueError,
+        ),
+    )
 probes(
     _P + "augmented_lagrangian",
     raises(
@@ -469,6 +499,20 @@ probes(
     raises("num_starts", lambda: S.slsqp_multistart(_instance(), 0, 0), ValueError),
     raises("seed", lambda: S.slsqp_multistart(_instance(), 2, -1), ValueError),
     raises("instance", lambda: S.slsqp_multistart(None, 2, 0), TypeError),
+)
+probes(
+    _P + "slsqp_local_solve",
+    raises("instance", lambda: S.slsqp_local_solve(None), TypeError),
+    raises(
+        "instance",
+        lambda: S.slsqp_local_solve(S.sample_qcqp_batch(_key(), 2, 1, 2)),
+        ValueError,
+        "a batch",
+    ),
+    raises("x0", lambda: S.slsqp_local_solve(_instance(), np.zeros(3)), ValueError),
+    raises("x0", lambda: S.slsqp_local_solve(_instance(), "zeros"), TypeError),
+    raises("maxiter", lambda: S.slsqp_local_solve(_instance(), maxiter=0), ValueError),
+    raises("ftol", lambda: S.slsqp_local_solve(_instance(), ftol=NAN), ValueError),
 )
 _slsqp = dict(stepsize=0.1, maxiter=5, tol=1e-5, time_limit_s=1.0)
 probes(

@@ -2,62 +2,88 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from jaxlab.experiments import run_experiment
 from jaxlab.solvers import STAR_OPTIMUM_VALUE
-from tests.experiments._common import run_and_check, stored_result
+from tests.experiments._common import stored_result
 
 NAME = "hom-pgd"
+FIGURES = {"star.png", "qcqp.png", "qcqp_multistart.png", "qcqp_speed.png"}
+
+
+def _status(passed: bool, resolved: bool) -> str:
+    return "pass" if passed else ("fail" if resolved else "unresolved")
 
 
 def test_smoke_profile_end_to_end(tmp_path):
-    stored = run_and_check(
-        NAME, tmp_path, profile="smoke", num_parts=5, figures={"star.png", "qcqp.png"}
-    )
+    # tests.experiments._common.run_and_check's checks, with "unresolved" allowed: at smoke size
+    # the networks train far below the authors' budget, so a missed gap cannot be a fail.
+    record = run_experiment(NAME, profile="smoke", out_dir=tmp_path)
+    stored = stored_result(tmp_path, NAME)
     verdict = stored["verdict"]
+    assert verdict == json.loads(json.dumps(record["verdict"]))
+    assert verdict["status"] in ("pass", "fail", "unresolved"), verdict
+    parts = verdict["parts"]
+    assert len(parts) == 3 + 2 + 2  # star toy, (b), one (c) size
+    assert all(p["measured"] for p in parts)
+    assert FIGURES <= set(stored["figures"])
+    for figure in stored["figures"]:
+        assert (tmp_path / NAME / figure).stat().st_size > 0
+    statuses = [p["status"] for p in parts]
 
     metrics = stored["metrics"]
     star = metrics["star"]
     hom, pgd = star["hom_pgd"], star["exact_pgd"]
     # The exact map keeps every iterate in K (float64): part 1 holds at any size.
-    assert hom["max_violation"] <= 1e-10
-    assert verdict["parts"][0]["status"] == "pass"
+    assert hom["max_violation"] <= 1e-10 and statuses[0] == "pass"
     # No feasible method beats the global optimum of the note's dense scan.
     for name in ("hom_pgd", "exact_pgd"):
         assert min(star[name]["values"]) >= STAR_OPTIMUM_VALUE - 1e-7
-    # Parts 2 and 3 are computed from the recorded numbers.
     fraction = np.mean(np.array(hom["values"]) <= 0.0312)
     assert hom["fraction_global"] == pytest.approx(fraction)
-    assert (verdict["parts"][1]["status"] == "pass") == (fraction >= 0.30)
+    assert statuses[1] == _status(fraction >= 0.30, True)
     faster = hom["median_time_per_run_s"] < pgd["median_time_per_run_s"]
-    assert (verdict["parts"][2]["status"] == "pass") == faster
-    assert metrics["goal_speedup_star"] == pytest.approx(
-        pgd["median_time_per_run_s"] / hom["median_time_per_run_s"]
-    )
+    assert statuses[2] == _status(faster, True)
 
-    (qcqp,) = metrics["qcqp"]
-    assert (qcqp["n"], qcqp["m"]) == (2, 3)
-    rows = qcqp["instances"]
-    for row in rows:
-        assert row["gap"] == pytest.approx(
-            (row["value"] - row["slsqp_value"]) / abs(row["slsqp_value"])
-        )
-        assert 0.0 <= row["eps_inn"] <= 1.0
-        # The kept end point is the best feasible one over the starts, the centre among them.
-        if row["feasible"]:
-            assert row["violation"] <= 1e-5
-            if row["centre_violation"] <= 1e-5:
-                assert row["value"] <= row["centre_value"] + 1e-7
-    assert qcqp["hom_starts"] == 3
-    assert qcqp["penalty_weight"] == 10.0 and qcqp["validation_median_gap"] == {}
-    feasible = np.mean([row["violation"] <= 1e-5 for row in rows])
-    assert qcqp["feasible_fraction"] == pytest.approx(feasible)
-    assert qcqp["median_gap"] == pytest.approx(np.median([row["gap"] for row in rows]))
-    assert (verdict["parts"][3]["status"] == "pass") == (feasible >= 0.95)
-    assert (verdict["parts"][4]["status"] == "pass") == (qcqp["median_gap"] <= 0.05)
-    assert "exact_pgd_time_s" in rows[0] and qcqp["speedup_vs_exact_pgd"] > 0
+    # (b): gaps recomputed from the stored values against the local SLSQP reference.
+    qcqp = metrics["qcqp"]
+    assert (qcqp["n"], qcqp["m"], qcqp["authors_budget"]) == (2, 3, False)
+    methods = qcqp["methods"]
+    reference = np.array(qcqp["slsqp_values"])
+    assert np.all(np.isfinite(reference)) and np.all(reference < 0)  # x = 0 feasible, f(0) = 0
+    for name, row in methods.items():
+        gaps = (np.array(row["values"]) - reference) / np.abs(reference)
+        assert np.allclose(row["gaps"], gaps), name
+        assert row["median_gap"] == pytest.approx(np.median(gaps)), name
+    hom_row = methods["hom_pgd"]
+    feasible = np.mean(np.array(qcqp["violations"]) <= 1e-5)
+    assert hom_row["feasible_fraction"] == pytest.approx(feasible)
+    assert statuses[3] == _status(feasible >= 0.95, feasible >= 0.95)
+    assert statuses[4] == _status(hom_row["median_gap"] <= 0.05, hom_row["median_gap"] <= 0.05)
+    assert 0.0 <= qcqp["eps_inn"] <= 1.0
+    assert qcqp["speedup_vs_exact_pgd"] == pytest.approx(
+        qcqp["exact_pgd_time_per_instance_s"] / hom_row["time_per_instance_s"]
+    )
+    near_global = np.array(methods["slsqp_multistart"]["values"])
+    assert len(qcqp["multistart_gaps"]) == qcqp["test_instances"] == 3
+
+    # (c): the smoke case repeats (b)'s size and budget, so the same network and instances.
+    (speed,) = metrics["speed"]
+    assert speed["slsqp_values"] == pytest.approx(qcqp["slsqp_values"])
+    assert speed["methods"]["slsqp_multistart"]["values"] == pytest.approx(near_global.tolist())
+    rows = speed["methods"]
+    assert statuses[5] in ("pass", "unresolved")  # below the authors' budget: never a fail
+    assert statuses[5] == _status(rows["hom_pgd"]["median_gap"] <= 0.05, False)
+    qualified = [k for k, r in rows.items() if k != "hom_pgd" and r["median_gap"] <= 0.05]
+    hom_time = rows["hom_pgd"]["time_per_instance_s"]
+    faster = all(hom_time < rows[k]["time_per_instance_s"] for k in qualified)
+    assert statuses[6] == _status(faster, bool(qualified))
+    for name, row in rows.items():
+        assert row["speedup"] == pytest.approx(row["time_per_instance_s"] / hom_time), name
 
 
 @pytest.fixture(scope="module")
@@ -68,18 +94,20 @@ def quick_result(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_quick_profile_star_toy_and_feasibility_pass(quick_result):
-    """The star-toy half and the QCQP feasibility part reproduce at quick scale."""
+def test_quick_profile_star_toy_feasibility_and_speed_pass(quick_result):
+    """The star toy, (b)'s feasibility and (c)'s time parts reproduce at quick scale."""
     parts = quick_result["verdict"]["parts"]
-    assert [p["status"] for p in parts[:4]] == ["pass"] * 4, parts
+    assert len(parts) == 3 + 2 + 2 * 2
+    assert [parts[i]["status"] for i in (0, 1, 2, 3, 6, 8)] == ["pass"] * 6, parts
     assert quick_result["metrics"]["goal_speedup_star"] >= 5.0
 
 
 @pytest.mark.slow
 @pytest.mark.xfail(
-    reason="measured: best-of-20-starts median gap 5.4% (centre start alone 14.4%) with w_pen 1 "
-    "chosen on validation instances, at 3000 training steps: just above the note's 5%",
+    reason="measured at quick (one start from the centre, gaps to a local SLSQP solve from x=0): "
+    "(b) n=2 m=3 in the authors' setting 17.3% (fail); (c) n=10 m=10 at the authors' budget "
+    "15.3% (fail); n=10 m=100 after 500 of 10,000 training steps 53.6% (unresolved)",
     strict=False,
 )
-def test_quick_profile_qcqp_gap_passes(quick_result):
+def test_quick_profile_qcqp_gaps_pass(quick_result):
     assert quick_result["verdict"]["status"] == "pass", quick_result["verdict"]

@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 import pytest
 
+from jaxlab import particles
 from jaxlab.experiments import run_experiment
-from tests.experiments._common import run_and_check, stored_result
+from tests.experiments._common import stored_result
 
 NAME = "mmfld"
+FIGURES = {"network_objective.png", "propagation_of_chaos.png", "closed_forms.png"}
 
 
 def test_smoke_profile_end_to_end(tmp_path):
-    stored = run_and_check(
-        NAME,
-        tmp_path,
-        profile="smoke",
-        num_parts=5,
-        figures={"network_objective.png", "propagation_of_chaos.png", "closed_forms.png"},
-    )
-    metrics, parts = stored["metrics"], stored["verdict"]["parts"]
+    # tests.experiments._common.run_and_check, except that a part may be `unresolved`: at smoke
+    # size the finite-N bias of (c) is within its Monte Carlo error, and the verdict says so.
+    record = run_experiment(NAME, profile="smoke", out_dir=tmp_path)
+    stored = stored_result(tmp_path, NAME)
+    assert stored["verdict"] == json.loads(json.dumps(record["verdict"]))
+    verdict = stored["verdict"]
+    assert verdict["status"] in ("pass", "fail", "unresolved"), verdict  # not "error"
+    parts = verdict["parts"]
+    assert len(parts) == 6 and all(p["measured"] for p in parts)
+    assert FIGURES <= set(stored["figures"])
+    assert all((tmp_path / NAME / f).stat().st_size > 0 for f in stored["figures"])
+
+    metrics = stored["metrics"]
     checks = metrics["closed_form_checks"]
     # Part (a) is computed from the stored measurements.
     primal = [checks[k] for k in ("linear_primal", "box_primal", "simplex_primal")]
@@ -42,20 +52,49 @@ def test_smoke_profile_end_to_end(tmp_path):
         and network["mmfld"]["max_boundary_fraction"] == 0.0
         and network["projected"]["final_boundary_fraction"] > 0
     )
+
+    # (c): every number recomputed from the stored rows, the exact values from the library.
     chaos = metrics["propagation_of_chaos"]
-    sizes = [r["num_particles"] for r in chaos["rows"]]
-    norms = [r["bias_norm"] for r in chaos["rows"]]
-    slope = np.polyfit(np.log(sizes), np.log(norms), 1)[0]
-    assert chaos["bias_slope"] == pytest.approx(slope, rel=1e-9)
-    assert (parts[4]["status"] == "pass") == (-1.3 <= slope <= -0.7)
-    # The exact N-particle Gibbs bias falls like 1/N.
-    assert chaos["exact_gibbs_bias_slope"] == pytest.approx(-1.0, abs=0.05)
+    assert len(chaos["seeds"]) == 2
+    resolved, slopes_in_range, pair_ok = True, True, True
+    for seed in chaos["seeds"]:
+        rows = seed["rows"]
+        assert [r["num_particles"] for r in rows] == chaos["sizes"]
+        for r in rows:
+            exact = particles.interacting_box_finite_particle_moments(
+                (0.3, -0.2, 0.5, 0.0, 0.1), 1.0, (0.5, 0.5, 0.2, 0.8, 0.5), 0.1, r["num_particles"]
+            )
+            bias = np.asarray(r["mean"]) - np.asarray(chaos["limit"])
+            assert r["bias_norm"] == pytest.approx(np.linalg.norm(bias), rel=1e-12)
+            assert r["exact_pair_correlation"] == pytest.approx(exact.pair_correlation.sum())
+            z = (r["pair_correlation"] - r["exact_pair_correlation"]) / r[
+                "pair_correlation_standard_error"
+            ]
+            assert r["z_vs_exact_pair_correlation"] == pytest.approx(z, rel=1e-9)
+            resolved &= r["bias_norm"] > 3 * r["bias_norm_standard_error"]
+            pair_ok &= abs(z) <= 3 and abs(r["z_vs_independent"]) >= 5
+        x = np.log(chaos["sizes"])
+        y = np.log([r["bias_norm"] for r in rows])
+        w = [r["bias_norm"] / r["bias_norm_standard_error"] for r in rows]
+        (slope, _), covariance = np.polyfit(x, y, 1, w=w, cov="unscaled")
+        assert seed["bias_slope"] == pytest.approx(slope, rel=1e-9)
+        assert seed["bias_slope_standard_error"] == pytest.approx(
+            math.sqrt(covariance[0, 0]), rel=1e-9
+        )
+        slopes_in_range &= -1.3 <= slope <= -0.7
+    expected_e = "unresolved" if not resolved else "pass" if slopes_in_range else "fail"
+    assert parts[4]["status"] == expected_e
+    assert (parts[5]["status"] == "pass") == pair_ok
+    # The exact N-particle bias falls like 1/N over the sizes.
+    assert chaos["exact_bias_slope"] == pytest.approx(-1.0, abs=0.06)
 
 
 @pytest.mark.slow
 def test_quick_profile(tmp_path):
     run_experiment(NAME, profile="quick", out_dir=tmp_path)
     verdict = stored_result(tmp_path, NAME)["verdict"]
-    # The note's calibrated parts (a) and (b) hold; the issue's chaos slope is reported as is.
+    # The note's calibrated parts (a) and (b) hold; (c) passes at this scale (issue 23's design).
     assert verdict["parts"][0]["status"] == "pass", verdict
     assert verdict["parts"][1]["status"] == "pass", verdict
+    assert verdict["parts"][4]["status"] == "pass", verdict
+    assert verdict["parts"][5]["status"] == "pass", verdict

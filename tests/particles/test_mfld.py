@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.sharding import PartitionSpec as P
 
 from jaxlab import particles
 from jaxlab.distributed import launch, make_mesh
@@ -269,12 +270,14 @@ def test_kernel_checks_concrete_hyperparameters():
         kernel(jax.random.key(0), state, functional, 1e-3, 0.0)
 
 
-def test_particle_noise_hash_is_threefry_and_noise_is_standard_normal():
-    """The unrolled counter hash equals JAX's Threefry-2x32; the noise it feeds is N(0, 1)."""
+def test_particle_noise_is_threefry_through_the_inverse_normal_cdf():
+    """The noise hash equals JAX's Threefry-2x32; each normal is √2 erf⁻¹ of its word (scipy)."""
+    import scipy.special
     import scipy.stats
     from jax.extend.random import threefry_2x32
 
-    from jaxlab._src.sampling import particle_noise, threefry2x32
+    from jaxlab._src.sampling import threefry2x32
+    from jaxlab.particles._noise import erf_inverse
 
     words = jnp.asarray([0x12345678, 0x9ABCDEF0], jnp.uint32)
     counters = jax.random.bits(jax.random.key(3), (2, 64), jnp.uint32)
@@ -282,17 +285,159 @@ def test_particle_noise_hash_is_threefry_and_noise_is_standard_normal():
     reference = threefry_2x32(words, counters.reshape(-1))  # halves are the two counter words
     np.testing.assert_array_equal(np.concatenate([first, second]), np.asarray(reference))
 
+    # erf⁻¹ by Giles's polynomials against scipy, over (-1, 1) and into both tails.
+    tails = 1.0 - np.logspace(-15, -1, 60)
+    u = np.concatenate([np.linspace(-0.999, 0.999, 4001), tails, -tails])
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(erf_inverse(jnp.asarray(u)), scipy.special.erfinv(u), rtol=2e-15)
+    u32 = u[np.abs(u.astype(np.float32)) < 1].astype(np.float32)
+    np.testing.assert_allclose(
+        erf_inverse(jnp.asarray(u32)), scipy.special.erfinv(u32.astype(np.float64)), rtol=5e-7
+    )
+    assert np.array_equal(erf_inverse(jnp.asarray([1.0, -1.0])), [np.inf, -np.inf])
+
+    # A second path to particle i's coordinate j: word j % 2 of threefry(key, (i, j // 2)), its
+    # top 23 bits as u in (-1, 1), then √2 erf⁻¹(u) (scipy).
     key = jax.random.key(11)
-    noise = np.asarray(particle_noise(key, 4000, 5, jnp.float32, None))
-    assert noise.shape == (4000, 5) and np.all(np.isfinite(noise))
+    normal = jax.jit(particles.particle_noise, static_argnums=(1, 2))
+    noise = np.asarray(normal(key, 4000, 5))
+    i, j = np.arange(4000).repeat(5), np.tile(np.arange(5), 4000)
+    hashed = np.asarray(
+        threefry_2x32(jax.random.key_data(key), np.concatenate([i, j // 2]).astype(np.uint32))
+    ).reshape(2, -1)
+    word = np.where(j % 2 == 0, hashed[0], hashed[1])
+    u = ((word >> 9) | np.uint32(0x3F800000)).view(np.float32).astype(np.float64) - 1.0
+    u = 2 * u - 1  # in [-1, 1) on a 2^-22 lattice (the library nudges -1 to the next float)
+    # Compared in u: the inverse CDF is steep in the tails, its inverse is flat there.
+    np.testing.assert_allclose(scipy.special.erf(noise.reshape(-1) / np.sqrt(2)), u, atol=5e-7)
+    assert np.all(np.isfinite(noise))
     ks = scipy.stats.kstest(noise.reshape(-1), "norm")
     assert ks.pvalue > 1e-3, f"KS test against N(0,1): statistic {ks.statistic}, p {ks.pvalue}"
     # Columns are independent streams: their correlation sits within a few 1/sqrt(N).
     correlation = np.corrcoef(noise.T) - np.eye(5)
     assert np.max(np.abs(correlation)) < 5 / np.sqrt(4000)
-    # A particle's noise depends on (key, particle index) only: a longer run extends it.
-    longer = np.asarray(particle_noise(key, 4100, 5, jnp.float32, None))
-    np.testing.assert_array_equal(longer[:4000], noise)
+    # The hash stage is public: the noise is the inverse CDF of particles.particle_uniform.
+    uniform = np.asarray(jax.jit(particles.particle_uniform, static_argnums=(1, 2))(key, 4000, 5))
+    np.testing.assert_array_equal(uniform.reshape(-1), u / 2 + 0.5)
+    # A particle's noise depends on (key, particle index) only: a longer run extends it, and
+    # under shard_map each device draws its rows (8 devices, 500 particles each): the same
+    # hash, and the same normals up to the rounding of another program (FMA contraction).
+    np.testing.assert_array_equal(np.asarray(normal(key, 4100, 5))[:4000], noise)
+
+    def both(k):
+        return (
+            particles.particle_uniform(k, 500, 5, axis_name="particles"),
+            particles.particle_noise(k, 500, 5, axis_name="particles"),
+        )
+
+    sharded = jax.jit(
+        jax.shard_map(
+            both, mesh=make_mesh((8,), ("particles",)), in_specs=P(), out_specs=P("particles")
+        )
+    )
+    sharded_uniform, sharded_noise = sharded(key)
+    np.testing.assert_array_equal(sharded_uniform, uniform)
+    np.testing.assert_allclose(sharded_noise, noise, rtol=1e-6, atol=1e-6)
+    # More coordinates than the column-wise layout takes: the same numbers, one (N, d) loop.
+    np.testing.assert_array_equal(np.asarray(normal(key, 300, 12))[:, :5], noise[:300])
+
+
+def _box_step(x, key, c, eta, lam, sign=1.0):
+    """The primal step on [0, 1]^d for a linear potential, written out (NumPy), before the clip."""
+    x = np.asarray(x)
+    xi = np.asarray(particles.particle_noise(key, x.shape[0], x.shape[1], x.dtype))
+    drift = -x * (1 - x) * np.asarray(c) + lam * (1 - 2 * x)
+    return x + eta * drift + sign * np.sqrt(2 * lam * eta) * np.sqrt(x * (1 - x)) * xi
+
+
+def test_clip_count_and_noise_sign_against_the_step_written_out(x64):
+    c, eta, lam = np.array([3.0, -2.0]), 0.05, 0.5  # large steps: the clip fires often
+    algorithm = particles.mmfld(
+        particles.linear_potential_functional(jnp.asarray(c)),
+        particles.box_mirror_map(0.0, 1.0),
+        eta,
+        lam,
+    )
+    x = jax.random.uniform(jax.random.key(0), (500, 2), jnp.float64, 1e-3, 1 - 1e-3)
+    key = jax.random.key(1)
+    step = jax.jit(algorithm.step)
+    for sign in (1.0, -1.0):
+        state, info = step(key, algorithm.init(x), noise_sign=sign)
+        proposal = _box_step(x, key, c, eta, lam, sign)
+        margin = 1e-9
+        expected = np.clip(proposal, margin, 1 - margin)
+        np.testing.assert_allclose(state.positions, expected, rtol=1e-12, atol=1e-15)
+        clipped = np.any((proposal < margin) | (proposal > 1 - margin), axis=1)
+        assert 10 < int(info.clip_count) == int(clipped.sum())
+        assert int(info.nonfinite_count) == 0 and int(info.outside_count) == 0
+        assert float(info.boundary_distance) == pytest.approx(
+            np.min(np.minimum(expected, 1 - expected))
+        )
+    with pytest.raises(ValueError, match="noise_sign must be 1 or -1"):
+        algorithm.step(key, algorithm.init(x), noise_sign=0.5)
+
+
+def test_ensemble_step_runs_antithetic_pairs_and_independent_systems(x64):
+    algorithm = particles.mmfld(
+        particles.interacting_box_functional(
+            jnp.asarray([0.3, -0.2]), 1.0, jnp.asarray([0.5, 0.8])
+        ),
+        particles.box_mirror_map(0.0, 1.0),
+        1e-2,
+        0.1,
+    )
+    x = jax.random.uniform(jax.random.key(2), (4, 6, 2), jnp.float64, 0.05, 0.95)
+    key = jax.random.key(3)
+    paired = jax.jit(particles.ensemble_step(algorithm.step))
+    state, info = paired(key, particles.MFLDState(x))
+    # A second path: system by system, pair p on key p, the second system with -ξ.
+    single = jax.jit(algorithm.step)
+    keys = jnp.repeat(jax.random.split(key, 2), 2, axis=0)
+    for system, sign in enumerate((1.0, -1.0, 1.0, -1.0)):
+        alone, alone_info = single(keys[system], particles.MFLDState(x[system]), noise_sign=sign)
+        np.testing.assert_allclose(state.positions[system], alone.positions, rtol=1e-13)
+        np.testing.assert_allclose(info.statistics[system], alone_info.statistics, rtol=1e-13)
+    # From one start the pair's noise cancels: its average is the deterministic Euler step.
+    together, _ = paired(key, particles.MFLDState(jnp.broadcast_to(x[0], x.shape)))
+    x0 = np.asarray(x[0])
+    g = np.asarray([0.3, -0.2]) + (x0.mean(axis=0) - [0.5, 0.8])  # c + κ(m̄ - m)
+    euler = x0 + 1e-2 * (-x0 * (1 - x0) * g + 0.1 * (1 - 2 * x0))
+    pair_mean = (together.positions[0] + together.positions[1]) / 2
+    np.testing.assert_allclose(pair_mean, euler, rtol=1e-12)
+    independent, _ = jax.jit(particles.ensemble_step(algorithm.step, antithetic=False))(
+        key, particles.MFLDState(x)
+    )
+    for system, system_key in enumerate(jax.random.split(key, 4)):
+        alone, _ = single(system_key, particles.MFLDState(x[system]))
+        np.testing.assert_allclose(independent.positions[system], alone.positions, rtol=1e-13)
+    with pytest.raises(ValueError, match="even number of systems"):
+        particles.ensemble_step(algorithm.step)(key, particles.MFLDState(x[:3]))
+
+
+def test_time_average_equals_the_step_by_step_average(x64):
+    algorithm = particles.mmfld(
+        particles.linear_potential_functional(jnp.asarray([0.3])),
+        particles.box_mirror_map(0.0, 1.0),
+        1e-2,
+        0.1,
+    )
+    state = algorithm.init(jnp.linspace(0.1, 0.9, 8).reshape(8, 1))
+    key = jax.random.key(4)
+
+    def statistic(info):
+        return {"mean": info.statistics, "energy": info.energy}
+
+    final, average = particles.time_average(algorithm.step, state, key, 20, statistic, burn_in=5)
+    manual, values, step = state, [], jax.jit(algorithm.step)
+    for t, step_key in enumerate(jax.random.split(key, 20)):
+        manual, info = step(step_key, manual)
+        if t >= 5:
+            values.append((np.asarray(info.statistics), float(info.energy)))
+    np.testing.assert_allclose(final.positions, manual.positions, rtol=1e-13)
+    np.testing.assert_allclose(average["mean"], np.mean([v[0] for v in values], axis=0), rtol=1e-13)
+    assert float(average["energy"]) == pytest.approx(np.mean([v[1] for v in values]), rel=1e-13)
+    with pytest.raises(ValueError, match="burn_in must be an int in \\[0, 19\\]"):
+        particles.time_average(algorithm.step, state, key, 20, statistic, burn_in=20)
 
 
 def test_info_counts_traced_positions_outside_the_domain_and_nonfinite_results():
