@@ -300,12 +300,13 @@ def particle_noise(
     """Standard normals ``ξ^i``, one row per particle, a function of ``(rng_key, i)`` only.
 
     ``ξ = √2 erf⁻¹(v)`` (the inverse normal CDF, as ``jax.random.normal`` maps its uniforms; erf⁻¹
-    by :func:`erf_inverse`), ``v = max(2u - 1, nextafter(-1, 0))`` from the uniforms ``u`` of
-    :func:`particle_uniform`: the same counter-mode Threefry-2x32 hash of the particle's global
-    index, so a particle draws the same noise on one device, under ``jax.shard_map`` over any
-    number of devices and across processes, each device hashing only its own rows. This is the
-    noise of :func:`~jaxlab.particles.mmfld` and :func:`~jaxlab.particles.mfld`. Another PRNG
-    falls back to ``jax.random.normal(fold_in(rng_key, i), (dim,))`` per particle.
+    by Giles's polynomials, ``erf_inverse`` in this module), ``v = max(2u - 1, nextafter(-1, 0))``
+    from the uniforms ``u`` of :func:`particle_uniform`: the same counter-mode Threefry-2x32 hash
+    of the particle's global index, so a particle draws the same noise on one device, under
+    ``jax.shard_map`` over any number of devices and across processes, each device hashing only
+    its own rows. This is the noise of :func:`~jaxlab.particles.mmfld` and
+    :func:`~jaxlab.particles.mfld`. Another PRNG falls back to
+    ``jax.random.normal(fold_in(rng_key, i), (dim,))`` per particle.
 
     Args:
       rng_key: a PRNG key (typed or raw), shared by all devices.

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from jaxlab.experiments import run_experiment
 from jaxlab.solvers import STAR_OPTIMUM_VALUE
-from tests.experiments._common import stored_result
+from tests.experiments._common import run_and_check, stored_result
 
 NAME = "hom-pgd"
 FIGURES = {"star.png", "qcqp.png", "qcqp_multistart.png", "qcqp_speed.png"}
@@ -20,19 +18,12 @@ def _status(passed: bool, resolved: bool) -> str:
 
 
 def test_smoke_profile_end_to_end(tmp_path):
-    # tests.experiments._common.run_and_check's checks, with "unresolved" allowed: at smoke size
-    # the networks train far below the authors' budget, so a missed gap cannot be a fail.
-    record = run_experiment(NAME, profile="smoke", out_dir=tmp_path)
-    stored = stored_result(tmp_path, NAME)
-    verdict = stored["verdict"]
-    assert verdict == json.loads(json.dumps(record["verdict"]))
-    assert verdict["status"] in ("pass", "fail", "unresolved"), verdict
-    parts = verdict["parts"]
-    assert len(parts) == 3 + 2 + 2  # star toy, (b), one (c) size
-    assert all(p["measured"] for p in parts)
-    assert FIGURES <= set(stored["figures"])
-    for figure in stored["figures"]:
-        assert (tmp_path / NAME / figure).stat().st_size > 0
+    # At smoke size the networks train far below the authors' budget, so a missed gap cannot be
+    # a fail: parts may be `unresolved`. Parts: star toy (3), (b) (2), one (c) size (2).
+    stored = run_and_check(
+        NAME, tmp_path, profile="smoke", num_parts=7, figures=FIGURES, allow_unresolved=True
+    )
+    parts = stored["verdict"]["parts"]
     statuses = [p["status"] for p in parts]
 
     metrics = stored["metrics"]
