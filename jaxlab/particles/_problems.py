@@ -116,6 +116,18 @@ def _check_lattice_arguments(interaction, entropy_weight, num_particles, grid_st
     return check_int(num_particles, "num_particles", minimum=1)
 
 
+def _check_coefficient_and_target(coefficient, target) -> tuple[np.ndarray, np.ndarray]:
+    """``c`` and ``m`` of the interacting box as real arrays of one shape ``(dim,)``."""
+    c = check_real_array(coefficient, "coefficient")
+    m = check_real_array(target, "target")
+    if c is None or m is None or c.ndim != 1 or c.shape != m.shape:
+        raise ValueError(
+            "coefficient and target must be real arrays of one shape (dim,), got "
+            f"{np.shape(coefficient)} and {np.shape(target)}"
+        )
+    return c, m
+
+
 def interacting_box_finite_particle_moments(
     coefficient: Sequence[float] | np.ndarray,
     interaction: float,
@@ -183,13 +195,7 @@ def interacting_box_finite_particle_moments(
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621);
       Sznitman, "Topics in propagation of chaos", 1991 (chaos as vanishing pair correlations).
     """
-    c = check_real_array(coefficient, "coefficient")
-    m = check_real_array(target, "target")
-    if c is None or m is None or c.ndim != 1 or c.shape != m.shape:
-        raise ValueError(
-            "coefficient and target must be real arrays of one shape (dim,), got "
-            f"{np.shape(coefficient)} and {np.shape(target)}"
-        )
+    c, m = _check_coefficient_and_target(coefficient, target)
     num_particles = _check_lattice_arguments(interaction, entropy_weight, num_particles, grid_step)
     with jax.enable_x64(True):
         fixed = interacting_box_fixed_point(
@@ -330,13 +336,7 @@ def interacting_box_stationary_sample(
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621).
     """
     check_key(rng_key, "rng_key")
-    c = check_real_array(coefficient, "coefficient")
-    m = check_real_array(target, "target")
-    if c is None or m is None or c.ndim != 1 or c.shape != m.shape:
-        raise ValueError(
-            "coefficient and target must be real arrays of one shape (dim,), got "
-            f"{np.shape(coefficient)} and {np.shape(target)}"
-        )
+    c, m = _check_coefficient_and_target(coefficient, target)
     check_nonnegative(interaction, "interaction")
     check_positive(entropy_weight, "entropy_weight")
     num_particles = check_int(num_particles, "num_particles", minimum=1)
