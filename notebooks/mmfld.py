@@ -340,3 +340,12 @@ plt.show()
 # interacting box and simplex checks, and measures propagation of chaos with two seeds and
 # four times the particles per size: the $1/N$ slope of the bias and the pair correlation at
 # every $N$ against the exact finite-$N$ values.
+#
+# Measured by it (quick, 65,536 particles per size, N = 4..32): bias slopes −1.03 ± 0.04 and
+# −1.06 ± 0.04 over two seeds (exact −1.03), pair correlations within 2.1 standard errors of
+# the exact values and at least 91 away from the independent particles' 0.340. The `full`
+# profile on an H200 GPU (2²⁰ particles per size, N up to 64, 94 s) gives slopes −1.08 on both
+# seeds (exact −1.02); there the standard error (1.9e-5) is small enough to resolve the bias of
+# the time step $\eta = 5 \cdot 10^{-3}$ itself: the measured $|$bias$|$ sits 1.5e-4 to 2.1e-4
+# below the exact continuous-time value at every $N$ (per coordinate up to 8.5 standard errors),
+# which steepens the slope a little and which the slope gate does not see.
