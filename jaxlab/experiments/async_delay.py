@@ -117,7 +117,7 @@ class AsyncDelayConfig(ExperimentConfig):
     learning_rates: tuple[float, ...] = (3e-3, 6e-3, 1.2e-2, 2.5e-2, 5e-2, 1e-1)
     seeds: int = 3
     optimizers: tuple[str, ...] = ("adamw", "adamw_b0.95", "muon")
-    eval_batches: int = 16
+    eval_batches: int = 64
     extrapolation: float = 1.0
 
     @classmethod
