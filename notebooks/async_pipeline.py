@@ -287,10 +287,10 @@ plt.close("all")
 # Both parts are **unresolved**: AdamW's mean relative gap is about four times Muon's, but one
 # seed (0.028 nats against 0.004 and 0.005; in another seed AdamW's gap is below Muon's) carries
 # most of it, so neither AdamW's gap nor "more than twice Muon's" is 2 standard errors from its
-# threshold, and AdamW with β₁ = 0.95 is not more robust than with 0.9 here. The correction recovers most of AdamW's gap and does so
-# specifically under delay (r' 0.70: it barely changes synchronous AdamW), while for Muon it
-# helps synchronous training as much as delayed training (r' indistinguishable from 0). The
-# clearest effect sits beside the gate: at lr 0.05 the delay costs AdamW 0.14 nats and Muon
-# 0.006, and the correction brings AdamW back to 0.704. At this scale the delay shrinks AdamW's
-# range of stable learning rates far more than Muon's, while the tuned final losses differ by
-# about 0.01 nats, much less than the paper's > 0.2 at scale.
+# threshold, and AdamW with β₁ = 0.95 is not more robust than with 0.9 here. The correction
+# recovers most of AdamW's gap and does so specifically under delay (r' 0.70: it barely changes
+# synchronous AdamW), while for Muon it helps synchronous training as much as delayed training
+# (r' indistinguishable from 0). The clearest effect sits beside the gate: at lr 0.05 the delay
+# costs AdamW 0.14 nats and Muon 0.006, and the correction brings AdamW back to 0.704. At this
+# scale the delay shrinks AdamW's range of stable learning rates far more than Muon's, while the
+# tuned final losses differ by about 0.01 nats, much less than the paper's > 0.2 at scale.
