@@ -203,14 +203,44 @@ for kind, p, m, k in (
     )
 
 # %% [markdown]
-# ## 3. AdamW versus Muon under delay, on a tiny transformer
+# ## 3. AdamW versus Muon under delay, close to the loss floor
 #
-# The registered experiment `async-delay` trains `jaxlab.nn.SimpleGPT` on a synthetic order-2
-# Markov language with AdamW (β₁ = 0.9 and 0.95), Muon (+AdamW for embeddings and head) and
-# DeVA, synchronous and delayed, with and without the correction, over a learning-rate sweep.
-# The verdict has two halves: AdamW's relative delay gap is more than twice Muon's, and the
-# correction recovers at least half of the gap for both. At smoke size AdamW, Muon and DeVA run
-# for 20 steps (the numbers are then meaningless; run the quick profile for the claim).
+# The paper's gaps are differences between *final* losses of *tuned* runs of models trained
+# close to convergence. A tiny GPT on a hard language stops far above its floor, where any
+# speed-up (the correction included) looks like a delay fix. So the registered experiment
+# `async-delay` trains a PreNorm `SimpleGPT` on a low-entropy synthetic language whose floor is
+# known exactly: `jaxlab.nn.latin_markov_language`, an order-2 chain over 16 tokens where every
+# context has the next-token profile (0.85, 0.10, 0.05) on its own candidates, laid out in Latin
+# squares so the stationary law is uniform. Its entropy rate is exactly
+# $H(p) = -\sum_j p_j \log p_j = 0.518$ nats, and a model reading windows of $T$ tokens can at
+# best reach $(\log V + (T-1)H)/T$ (the first target of a window has one token of context).
+
+# %%
+from jaxlab.nn import latin_markov_language  # noqa: E402
+
+language = latin_markov_language(16, [0.85, 0.10, 0.05], 20_000)
+print(f"entropy rate {language.entropy_rate:.4f} nats/token")
+print(f"floor of a 16-token window {language.window_loss_floor(16):.4f}")
+print("the three successors of context (a=0, b=1):", language.candidates[1, 0])
+
+# %% [markdown]
+# Every optimizer (AdamW with β₁ = 0.9 and 0.95, Muon + AdamW for embeddings and head) runs on a
+# learning-rate grid from 3e-3 to 1e-1 in factors of 2, with 3 seeds, in four modes:
+# synchronous, synchronous + correction (a control), delayed, delayed + correction. The
+# correction is update extrapolation with λ = 1. With $L$ the final held-out loss:
+#
+# * the **gap** of an optimizer is $L_\text{delayed} - L_\text{sync}$ with each arm at its own
+#   best learning rate (and, beside it, the gap at the best synchronous rate);
+# * the **recovery** $r = (L_\text{delayed} - L_\text{delayed+corr}) /
+#   (L_\text{delayed} - L_\text{sync})$ at the best delayed rate must be at least 0.5;
+# * the **staleness-specific recovery** $r' = \big((L_\text{delayed} - L_\text{delayed+corr}) -
+#   (L_\text{sync} - L_\text{sync+corr})\big) / (L_\text{delayed} - L_\text{sync})$ must be above
+#   zero by 2 standard errors over seeds: a correction that helps synchronous training just as
+#   much is a generic speed-up, not a delay fix.
+#
+# Each comparison is decided only when it is 2 standard errors from its threshold; otherwise the
+# part is *unresolved*. At smoke size (12 steps) the numbers mean nothing; run the quick profile
+# for the claim.
 
 # %%
 from jaxlab.experiments import get  # noqa: E402
@@ -218,10 +248,15 @@ from jaxlab.experiments import get  # noqa: E402
 experiment = get("async-delay")
 config = experiment.make_config(PROFILE)
 result = experiment.run(config, jax.random.key(0))
+print(f"loss floor {result.metrics['loss_floor']:.4f}")
 for name, s in result.metrics["summary"].items():
     print(
-        f"{name:12s} best sync {s['best_sync']:.4f}  best delayed {s['best_delayed']:.4f}  "
-        f"relgap {s['relative_gap']:+.4f}  recovered {s['recovered_fraction']:.2f}"
+        f"{name:12s} best sync {s['best_sync']:.4f} (lr {s['best_lr']['sync']:g})  "
+        f"best delayed {s['best_delayed']:.4f} (lr {s['best_lr']['delayed']:g})  "
+        f"relgap {s['relative_gap']['mean']:+.4f} ± {s['relative_gap']['se']:.4f}  "
+        f"r {s['recovered_fraction']['mean']:.2f} ± {s['recovered_fraction']['se']:.2f}  "
+        f"r' {s['staleness_specific_recovery']['mean']:.2f} "
+        f"± {s['staleness_specific_recovery']['se']:.2f}"
     )
 for part in result.verdict()["parts"]:
     print(f"[{part['status']}] {part['claim']}\n       {part['measured']}")
@@ -239,8 +274,23 @@ plt.close("all")
 # correction is cheap (one extra buffer) and optimizer-agnostic, since it only touches the
 # inner optimizer's output.
 #
-# What the quick profile measured (600 steps, lr ∈ {3e-3, 1e-2, 3e-2}, 2 seeds): relative gaps
-# AdamW 0.147, AdamW(β₁=0.95) 0.180, Muon 0.107, DeVA 0.151, so AdamW's gap is 1.4x Muon's, not
-# the > 2x the paper reports; the correction recovered 41% of AdamW's gap, 69% of Muon's and
-# 95% of DeVA's. At this size the model is still undertrained (AdamW's best synchronous lr is the
-# top of the grid), which is not the large-scale regime the paper argues from.
+# What the quick profile measured (1,000 steps, 3 seeds, mean ± standard error over seeds; the
+# best synchronous losses are AdamW 0.699 and Muon 0.694 against the exact floor 0.659, and
+# every synchronous and delayed optimum sits at lr 0.025, inside the grid):
+#
+# | | gap (nats) | relative gap | r | r' |
+# |---|---|---|---|---|
+# | AdamW (β₁ 0.9) | 0.0122 ± 0.0077 | 0.018 ± 0.011 | 0.78 ± 0.06 | 0.70 ± 0.19 |
+# | AdamW (β₁ 0.95) | 0.021 ± 0.017 | 0.030 ± 0.024 | 0.97 ± 0.05 | 0.80 ± 0.05 |
+# | Muon | 0.0029 ± 0.0007 | 0.0042 ± 0.0010 | 1.02 ± 0.34 | −0.24 ± 0.76 |
+#
+# Both parts are **unresolved**: AdamW's mean relative gap is about four times Muon's, but one
+# seed (0.028 nats against 0.004 and 0.005; in another seed AdamW's gap is below Muon's) carries
+# most of it, so neither AdamW's gap nor "more than twice Muon's" is 2 standard errors from its
+# threshold, and AdamW with β₁ = 0.95 is not more robust than with 0.9 here. The correction
+# recovers most of AdamW's gap and does so specifically under delay (r' 0.70: it barely changes
+# synchronous AdamW), while for Muon it helps synchronous training as much as delayed training
+# (r' indistinguishable from 0). The clearest effect sits beside the gate: at lr 0.05 the delay
+# costs AdamW 0.14 nats and Muon 0.006, and the correction brings AdamW back to 0.704. At this
+# scale the delay shrinks AdamW's range of stable learning rates far more than Muon's, while the
+# tuned final losses differ by about 0.01 nats, much less than the paper's > 0.2 at scale.

@@ -64,7 +64,7 @@ from jaxlab.nn._invertible import (
     sample_latents,
     train_homeomorphism,
 )
-from jaxlab.nn._markov import markov_language
+from jaxlab.nn._markov import LatinMarkovLanguage, latin_markov_language, markov_language
 from jaxlab.nn._moe import (
     MixtureOfExperts,
     MoEStats,
@@ -132,6 +132,7 @@ __all__ = [
     "GPTConfig",
     "HomeomorphismTraining",
     "InvertibleNet",
+    "LatinMarkovLanguage",
     "MLPEncoder",
     "MixtureOfExperts",
     "MoEStats",
@@ -151,6 +152,7 @@ __all__ = [
     "homeomorphism_loss",
     "hvp",
     "language_model_loss",
+    "latin_markov_language",
     "load_balancing_loss",
     "markov_language",
     "moe_teacher_student_task",

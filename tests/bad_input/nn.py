@@ -438,6 +438,26 @@ probes(
     raises("seed", lambda: nn.markov_language(4, 2, 10, seed="0")),
 )
 probes(
+    "jaxlab.nn.latin_markov_language",
+    raises("vocab_size", lambda: nn.latin_markov_language(1, [1.0], 10)),
+    raises("next_token_probs", lambda: nn.latin_markov_language(4, [0.5, 0.4], 10)),
+    raises("next_token_probs", lambda: nn.latin_markov_language(4, [1.5, -0.5], 10)),
+    raises("next_token_probs", lambda: nn.latin_markov_language(2, [0.2, 0.3, 0.5], 10)),
+    raises("next_token_probs", lambda: nn.latin_markov_language(4, [[0.5, 0.5]], 10)),
+    raises("next_token_probs", lambda: nn.latin_markov_language(4, [NAN, 1.0], 10)),
+    raises("next_token_probs", lambda: nn.latin_markov_language(4, "0.5", 10)),
+    raises("num_tokens", lambda: nn.latin_markov_language(4, [1.0], 2)),
+    raises("num_tokens", lambda: nn.latin_markov_language(4, [1.0], 10.0)),
+    raises("order", lambda: nn.latin_markov_language(4, [1.0], 10, order=0)),
+    raises("order", lambda: nn.latin_markov_language(64, [1.0], 10, order=5)),
+    raises("seed", lambda: nn.latin_markov_language(4, [1.0], 10, seed=-1)),
+)
+probes(
+    "jaxlab.nn.LatinMarkovLanguage",
+    raises("seq_len", lambda: nn.latin_markov_language(4, [1.0], 10).window_loss_floor(0)),
+    raises("seq_len", lambda: nn.latin_markov_language(4, [1.0], 10).window_loss_floor(2.0)),
+)
+probes(
     "jaxlab.nn.stdlib_byte_corpus",
     raises("max_bytes", lambda: nn.stdlib_byte_corpus(0)),
     raises("max_bytes", lambda: nn.stdlib_byte_corpus(1e3)),
