@@ -402,8 +402,9 @@ def adam_preconditioner(
       >>> tx = optax.adam(0.1, b1=0.9, b2=0.99)
       >>> params = {"w": jnp.zeros(2)}
       >>> _, state = tx.update({"w": jnp.array([3.0, -4.0])}, tx.init(params), params)
-      >>> adam_preconditioner(state, b1=0.9, b2=0.99)["w"].round(4)  # 0.1·(|g| + ε), 1 step
-      Array([0.3, 0.4], dtype=float32)
+      >>> p = adam_preconditioner(state, b1=0.9, b2=0.99)["w"]  # 0.1·(|g| + ε) after 1 step
+      >>> [round(float(v), 4) for v in p]
+      [0.3, 0.4]
 
     References:
       Kingma & Ba, "Adam", ICLR 2015; Cohen et al., "Adaptive Gradient Methods at the Edge of
