@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
@@ -352,10 +353,12 @@ def preconditioned_top_eigenvalue(
     _check_loss_fn(loss_fn, params)
     check_tree_like(preconditioner, params, "preconditioner", "params")
     for path, leaf in jax.tree_util.tree_leaves_with_path(preconditioner):
-        if is_concrete(leaf) and not bool(jnp.all(jnp.isfinite(leaf) & (leaf > 0))):
+        # Checked on the host (NumPy), so a concrete leaf closed over inside jit is checked too.
+        values = np.asarray(leaf) if is_concrete(leaf) else None
+        if values is not None and not np.all(np.isfinite(values) & (values > 0)):
             raise ValueError(
                 f"preconditioner{jax.tree_util.keystr(path)} must be finite and > 0 everywhere "
-                f"(min {float(jnp.min(leaf))})"
+                f"(min {np.min(values)})"
             )
     inv_sqrt = jax.tree.map(
         lambda p, x: jax.lax.rsqrt(p).astype(jnp.result_type(x)), preconditioner, params
@@ -422,7 +425,7 @@ def adam_preconditioner(
         )
     state = found[0]
     count = state.count
-    if is_concrete(count) and int(jnp.min(count)) < 1:
+    if is_concrete(count) and int(np.min(np.asarray(count))) < 1:
         raise ValueError("opt_state has count 0 (no Adam update yet): P is undefined")
     t = jnp.asarray(count, jnp.float32)
     first = 1.0 - jnp.asarray(b1, jnp.float32) ** t
