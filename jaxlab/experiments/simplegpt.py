@@ -1,40 +1,29 @@
 """Experiment ``simplegpt-lr``: does normalizing after every linear map allow larger LRs?
 
-A byte-level language model (V = 256) on the Python standard library's own sources (sorted by
-path, first 2 MB, 90/10 split; no download) is trained with the paper code's recipe (AdamW
-(0.9, 0.95, 1e-8), weight decay 0.1 on all parameters, clipping at 1, linear warmup and decay)
-in three placements of one code path: SimpleGPT (``"simple"``), PreNorm Llama (``"pre"``) and
-PreNorm + QKNorm (``"pre_qk"``).
+A byte-level language model (V = 256; the Python standard library's sources, first 2 MB, 90/10
+split, no download) is trained with the paper code's recipe (AdamW(0.9, 0.95, 1e-8), decay 0.1
+on all parameters, clipping at 1, warmup then linear decay) in SimpleGPT (``"simple"``), PreNorm
+Llama (``"pre"``) and PreNorm + QKNorm (``"pre_qk"``), one code path.
 
-Part 1, the learning-rate limit (issue #27). Quick profile: d = 64, L = 2, 4 heads, seq 64,
-batch 16, 300 steps, warmup 15, 3 seeds, peak LRs ``0.1·3^(k/2)`` (k = -2, 0, 1, ..., 6: a step
-of √3 ≈ 1.7 from 0.1 to 2.7, where every placement's limit lies, plus 0.033 below). The note's
-stability rule is applied to every run (finite throughout; final train loss, the mean of the last
-``tail_steps`` steps, below the first step's loss minus 0.5; after warmup no train loss more than
-1.0 above the running minimum); a placement's limit on seed ``s`` is its largest stable LR, and
-its limit is the median over seeds. The ratio SimpleGPT/PreNorm is reported as the ratio of the
-medians with its range over seeds (seed ``s`` of every placement sees the same batches). All
-(LR, seed) lanes of one placement train together under ``jax.vmap``.
+Part 1 (issue #27), the LR limit. Quick: d = 64, L = 2, 300 steps, 3 seeds, peak LRs
+``0.1·3^(k/2)`` (k = -2, 0..6: steps of √3 ≈ 1.7 from 0.1 to 2.7, plus 0.033). The note's
+stability rule per run (finite; final train loss, the mean of the last ``tail_steps``, below the
+first minus 0.5; after warmup never 1.0 above the running minimum); a placement's limit on a
+seed is its largest stable LR, its limit the median over seeds; the ratio SimpleGPT/PreNorm is
+the ratio of the medians, with its range over seeds (seed ``s`` sees the same batches in every
+placement). Pass when every seed's ratio is >= 3, fail when none is, ``unresolved`` when the
+seeds disagree (or a limit censored by the grid's end decides nothing).
 
-Part 2, the Hessian the paper argues from, at a depth point (quick: d = 128, 8 layers, 200 steps
-at the matched LR 3e-3, 2 seeds) where PreNorm's residual stream can grow with depth: at the
-middle and the end of training, on a fixed validation batch, the top eigenvalue of the loss
-Hessian with respect to the residual stream entering each block, per token
-(:func:`jaxlab.nn.activation_hessian_top_eigenvalue` on :func:`jaxlab.nn.residual_stream_loss`;
-Lanczos; re-run with a shift when the dominant eigenvalue is negative, so the value is the most
-positive one), the Adam-preconditioned sharpness ``λ_max(P^{-1/2} H P^{-1/2})``
-(:func:`jaxlab.nn.adam_preconditioner` from the optimizer's state) beside AdamW's stability limit
-``38/η`` (:func:`jaxlab.nn.adam_sharpness_limit`, η the LR of the last update), the raw
-parameter Hessian's ``λ_max`` and the residual RMS per layer.
-
-Verdict: (1) ``lr*(simple) >= 3·lr*(pre)``: ``pass`` when every seed's ratio is at least 3,
-``fail`` when none is, ``unresolved`` when the seeds disagree (or a seed's limit is censored by
-the grid's end on the side that matters). (2) At the depth point SimpleGPT's top
-activation-Hessian eigenvalue (median over blocks) is below PreNorm's at matched steps:
-``pass`` when it is lower on every seed at every checkpoint, ``fail`` when at some checkpoint it
-is not lower on any seed, ``unresolved`` when seeds disagree. The preconditioned sharpness
-against ``38/η`` and the raw ``λ_max`` are reported, not gating. The note's three-level rule is
-in the metrics.
+Part 2, the Hessian the paper argues from, at a depth point (quick: d = 128, 8 layers, 200
+steps at the same LR 3e-3 for both, 2 seeds), at the middle and the end, on a fixed batch: the
+per-token top eigenvalue of the loss Hessian w.r.t. the residual stream entering each block
+(:func:`jaxlab.nn.activation_hessian_top_eigenvalue` on :func:`jaxlab.nn.residual_stream_loss`,
+Lanczos, shifted past a negative dominant eigenvalue). Pass when SimpleGPT's median over blocks
+is below PreNorm's on every seed at both steps, fail when at a step it is below on no seed,
+``unresolved`` otherwise. Reported, not gating: the Adam-preconditioned sharpness
+``λ_max(P^{-1/2} H P^{-1/2})`` (:func:`jaxlab.nn.adam_preconditioner`) beside AdamW's limit
+``38/η`` (η the LR of the last update), the raw parameter ``λ_max``, the residual RMS per layer
+and the note's three-level rule.
 """
 
 from __future__ import annotations
@@ -191,26 +180,12 @@ class SimpleGPTLRConfig(ExperimentConfig):
         # Compile time dominates: one layer, the two judged placements, and the depth point is
         # the sweep's own model (its runs at the matched LR are reused, nothing else compiles).
         return cls(
-            placements=("simple", "pre"),
-            learning_rates=(3e-3, 0.3),
-            seeds=2,
-            num_layers=1,
-            d_model=32,
-            num_heads=2,
-            seq_len=32,
-            batch_size=8,
-            steps=20,
-            warmup_steps=2,
-            corpus_bytes=100_000,
-            eval_batches=2,
-            tail_steps=3,
-            depth_d_model=32,
-            depth_num_layers=1,
-            depth_steps=20,
-            depth_seeds=2,
-            hessian_iters=3,
+            placements=("simple", "pre"), learning_rates=(3e-3, 0.3), seeds=2, num_layers=1,
+            d_model=32, num_heads=2, seq_len=32, batch_size=8, steps=20, warmup_steps=2,
+            corpus_bytes=100_000, eval_batches=2, tail_steps=3, depth_d_model=32,
+            depth_num_layers=1, depth_steps=20, depth_seeds=2, hessian_iters=3,
             hessian_batch_size=2,
-        )
+        )  # fmt: skip
 
     @classmethod
     def quick(cls) -> SimpleGPTLRConfig:
@@ -223,39 +198,19 @@ class SimpleGPTLRConfig(ExperimentConfig):
     def full(cls) -> SimpleGPTLRConfig:
         # √3 steps from 3.3e-3 to 2.7 at d = 256, L = 6; depth point d = 256, 12 layers.
         return cls(
-            learning_rates=_sqrt3_grid(-6, 6),
-            seeds=3,
-            d_model=256,
-            num_layers=6,
-            num_heads=8,
-            seq_len=256,
-            batch_size=32,
-            steps=3000,
-            warmup_steps=150,
-            corpus_bytes=8_000_000,
-            eval_batches=16,
-            tail_steps=50,
-            lanes_per_call=13,
-            depth_d_model=256,
-            depth_num_layers=12,
-            depth_steps=3000,
-            depth_seeds=3,
-            matched_lr=1e-3,
-            hessian_iters=20,
-            hessian_batch_size=8,
-        )
+            learning_rates=_sqrt3_grid(-6, 6), seeds=3, d_model=256, num_layers=6, num_heads=8,
+            seq_len=256, batch_size=32, steps=3000, warmup_steps=150, corpus_bytes=8_000_000,
+            eval_batches=16, tail_steps=50, lanes_per_call=13, depth_d_model=256,
+            depth_num_layers=12, depth_steps=3000, depth_seeds=3, matched_lr=1e-3,
+            hessian_iters=20, hessian_batch_size=8,
+        )  # fmt: skip
 
 
 def _gpt_config(config: SimpleGPTLRConfig, placement: str, d: int, layers: int) -> GPTConfig:
     return GPTConfig(
-        vocab_size=256,
-        d_model=d,
-        num_layers=layers,
-        num_heads=config.num_heads,
-        multiple_of=config.multiple_of,
-        max_len=config.seq_len,
+        256, d, layers, config.num_heads, multiple_of=config.multiple_of, max_len=config.seq_len,
         norm_placement=placement,
-    )
+    )  # fmt: skip
 
 
 def _train_lanes(
@@ -340,13 +295,9 @@ def _seed_side(simple: float, pre: float, top: float, bottom: float) -> str:
 def _part1(config, summary):
     lrs = config.learning_rates
     limits = {p: summary[p]["limit_per_seed"] for p in summary}
-    ratios = [
-        s / p if p > 0 else math.inf for s, p in zip(limits["simple"], limits["pre"], strict=True)
-    ]
-    sides = [
-        _seed_side(s, p, lrs[-1], lrs[0])
-        for s, p in zip(limits["simple"], limits["pre"], strict=True)
-    ]
+    pairs = list(zip(limits["simple"], limits["pre"], strict=True))
+    ratios = [s / p if p > 0 else math.inf for s, p in pairs]
+    sides = [_seed_side(s, p, lrs[-1], lrs[0]) for s, p in pairs]
     med = {p: summary[p]["limit_median"] for p in summary}
     ratio = med["simple"] / med["pre"] if med["pre"] > 0 else math.inf
     others = "".join(f"; {p} {med[p]:.3g}" for p in summary if p not in ("simple", "pre"))
@@ -368,11 +319,9 @@ def _part1(config, summary):
 
 def _sweep(config, train, eval_windows, rng_key, progress):
     rule = dict(
-        warmup_steps=config.warmup_steps,
-        min_drop=config.min_drop,
-        spike_threshold=config.spike_threshold,
-        tail_steps=config.tail_steps,
-    )
+        warmup_steps=config.warmup_steps, min_drop=config.min_drop,
+        spike_threshold=config.spike_threshold, tail_steps=config.tail_steps,
+    )  # fmt: skip
     seed_keys = jax.random.split(rng_key, config.seeds)
     lanes = [(i, s) for i in range(len(config.learning_rates)) for s in range(config.seeds)]
     summary, kept = {}, {}
@@ -390,15 +339,9 @@ def _sweep(config, train, eval_windows, rng_key, progress):
             vals = [trained["val"][(i, s)] for s in range(config.seeds)]
             stable = [r["stable"] and math.isfinite(v) for r, v in zip(runs, vals, strict=True)]
             per_lr.append(
-                {
-                    "lr": lr,
-                    "stable": stable,
-                    "stable_all_seeds": all(stable),
-                    "val_loss": vals,
-                    "val_loss_median": float(np.median(vals)),
-                    "runs": runs,
-                }
-            )
+                {"lr": lr, "stable": stable, "stable_all_seeds": all(stable), "val_loss": vals,
+                 "val_loss_median": float(np.median(vals)), "runs": runs}
+            )  # fmt: skip
         limit_per_seed = [
             max([r["lr"] for r in per_lr if r["stable"][s]], default=0.0)
             for s in range(config.seeds)
@@ -422,32 +365,20 @@ def _sweep(config, train, eval_windows, rng_key, progress):
 def _depth_runs(config, train, eval_windows, rng_key, kept, progress):
     """The depth point's trained runs: ``{placement: (losses, vals, states, graphdef)}``."""
     runs = {}
-    if config.depth_is_sweep:
-        matched = next(
-            i for i, lr in enumerate(config.learning_rates) if math.isclose(lr, config.matched_lr)
-        )
-        for placement in config.depth_placements:
-            trained, graphdef = kept[placement]
-            lanes = [(matched, s) for s in range(config.depth_seeds)]
-            runs[placement] = (
-                [trained["losses"][lane] for lane in lanes],
-                [trained["val"][lane] for lane in lanes],
-                [trained["state"][lane] for lane in lanes],
-                graphdef,
-            )
-        return runs
-    seed_keys = jax.random.split(rng_key, config.depth_seeds)
-    lanes = [(0, s) for s in range(config.depth_seeds)]
     for placement in progress.track(config.depth_placements, description="depth point"):
-        gpt = _gpt_config(config, placement, config.depth_d_model, config.depth_num_layers)
-        trained, graphdef = _train_lanes(
-            config, gpt, config.depth_steps, train, eval_windows, lanes, (config.matched_lr,),
-            seed_keys, keep_states=True,
-        )  # fmt: skip
+        if config.depth_is_sweep:  # the sweep's own runs at the matched LR
+            trained, graphdef = kept[placement]
+            matched = [math.isclose(lr, config.matched_lr) for lr in config.learning_rates]
+            lanes = [(matched.index(True), s) for s in range(config.depth_seeds)]
+        else:
+            gpt = _gpt_config(config, placement, config.depth_d_model, config.depth_num_layers)
+            lanes = [(0, s) for s in range(config.depth_seeds)]
+            trained, graphdef = _train_lanes(
+                config, gpt, config.depth_steps, train, eval_windows, lanes, (config.matched_lr,),
+                jax.random.split(rng_key, config.depth_seeds), keep_states=True,
+            )  # fmt: skip
         runs[placement] = (
-            [trained["losses"][lane] for lane in lanes],
-            [trained["val"][lane] for lane in lanes],
-            [trained["state"][lane] for lane in lanes],
+            *([trained[k][lane] for lane in lanes] for k in ("losses", "val", "state")),
             graphdef,
         )
     return runs
@@ -502,35 +433,35 @@ def _depth_hessians(config, runs, batch, rng_key, progress):
         }
         for checkpoint in _CHECKPOINTS:
             lr = float(schedule(at_step[checkpoint] - 1))  # the LR of the last update
-            rows = {k: [] for k in ("act", "act_dominant", "pre", "pre_dominant", "raw", "rms")}
+            names = ("act", "act_dominant", "pre", "pre_dominant", "raw", "rms")
+            act, act_dominant, pre_top, pre_dominant, raw, rms_rows = ([] for _ in names)
             sublayer_rms = None
             for s, state in enumerate(states):
                 params, opt_state = state[checkpoint]
                 key = jax.random.fold_in(rng_key, s)
-                act = [_top(activation, params, jnp.asarray(i), key) for i in range(layers)]
-                rows["act"].append([a[0] for a in act])
-                rows["act_dominant"].append([a[1] for a in act])
+                tops = [_top(activation, params, jnp.asarray(i), key) for i in range(layers)]
+                act.append([t[0] for t in tops])
+                act_dominant.append([t[1] for t in tops])
                 pre = adam_preconditioner(opt_state, b1=_B1, b2=_B2, eps=_EPS)
                 top, dominant = _top(preconditioned, params, pre, key)
-                rows["pre"].append(top)
-                rows["pre_dominant"].append(dominant)
-                ones = jax.tree.map(jnp.ones_like, pre)
-                rows["raw"].append(_top(preconditioned, params, ones, key)[0])
+                pre_top.append(top)
+                pre_dominant.append(dominant)
+                raw.append(_top(preconditioned, params, jax.tree.map(jnp.ones_like, pre), key)[0])
                 per_layer, sub = rms(params)
-                rows["rms"].append([float(v) for v in per_layer])
+                rms_rows.append([float(v) for v in per_layer])
                 if s == 0:
                     sublayer_rms = {name: float(v) for name, v in sub.items()}
             record[checkpoint] = {
                 "step": at_step[checkpoint],
                 "lr_of_last_update": lr,
                 "adam_limit_38_over_lr": float(adam_sharpness_limit(lr, b1=_B1)),
-                "activation_lambda_per_block": rows["act"],
-                "activation_dominant_per_block": rows["act_dominant"],
-                "activation_lambda_median_over_blocks": [float(np.median(r)) for r in rows["act"]],
-                "preconditioned_lambda": rows["pre"],
-                "preconditioned_dominant": rows["pre_dominant"],
-                "raw_lambda": rows["raw"],
-                "residual_rms_entering_block": rows["rms"],
+                "activation_lambda_per_block": act,
+                "activation_dominant_per_block": act_dominant,
+                "activation_lambda_median_over_blocks": [float(np.median(r)) for r in act],
+                "preconditioned_lambda": pre_top,
+                "preconditioned_dominant": pre_dominant,
+                "raw_lambda": raw,
+                "residual_rms_entering_block": rms_rows,
                 "sublayer_rms_seed0": sublayer_rms,
             }
         out[placement] = record
@@ -543,42 +474,33 @@ def _part2(config, depth):
         simple = depth["simple"][checkpoint]["activation_lambda_median_over_blocks"]
         pre = depth["pre"][checkpoint]["activation_lambda_median_over_blocks"]
         lower = [s < p for s, p in zip(simple, pre, strict=True)]
-        per_checkpoint[checkpoint] = (
-            "lower" if all(lower) else ("higher" if not any(lower) else "split")
-        )
+        per_checkpoint[checkpoint] = "lower" if all(lower) else "split" if any(lower) else "higher"
         step = depth["simple"][checkpoint]["step"]
         texts.append(
             f"step {step}: simple {np.median(simple):.4g} vs pre {np.median(pre):.4g} "
             f"(lower on {sum(lower)}/{len(lower)} seeds)"
         )
     states = set(per_checkpoint.values())
-    finite = all(
-        math.isfinite(v)
-        for p in ("simple", "pre")
-        for c in _CHECKPOINTS
-        for v in depth[p][c]["activation_lambda_median_over_blocks"]
-    )
+    medians = [depth[p][c]["activation_lambda_median_over_blocks"] for p in ("simple", "pre")
+               for c in _CHECKPOINTS]  # fmt: skip
+    finite = all(math.isfinite(v) for row in medians for v in row)
     passed = finite and states == {"lower"}
     # A non-finite eigenvalue (a diverged run) decides nothing.
     resolved = finite and (passed or "higher" in states)
     where = (
         f"d = {config.depth_d_model}, {config.depth_num_layers} layers, lr {config.matched_lr:g}"
     )
-    if passed:
-        verdict = ""
-    elif not finite:
-        verdict = " — a non-finite eigenvalue (a diverged run) decides nothing"
-    elif resolved:
-        verdict = " — the Hessian half is not reproduced at this scale"
-    else:
-        verdict = " — seeds disagree"
+    verdict = (
+        "" if passed else " — a non-finite eigenvalue (a diverged run) decides nothing"
+        if not finite else " — the Hessian half is not reproduced at this scale"
+        if resolved else " — seeds disagree"
+    )  # fmt: skip
     part = check(
         "(2) at the depth point SimpleGPT's top eigenvalue of the loss Hessian w.r.t. the "
         "residual stream (per token, median over blocks) is below PreNorm's at matched steps",
-        f"{where}: " + "; ".join(texts) + " (median over seeds)" + verdict,
-        passed,
+        f"{where}: " + "; ".join(texts) + " (median over seeds)" + verdict, passed,
         resolved=resolved,
-    )
+    )  # fmt: skip
     return part, per_checkpoint
 
 
@@ -590,20 +512,19 @@ def _figures(config, summary, depth):
         rows = record["per_lr"]
         val = np.asarray([r["val_loss_median"] for r in rows], dtype=float)
         stable = np.asarray([r["stable_all_seeds"] for r in rows])
-        val_plot = np.where(np.isfinite(val), np.minimum(val, 8.0), 8.0)
-        (line,) = left.semilogx(lrs, val_plot, "-", label=placement)
-        left.semilogx(lrs[stable], val_plot[stable], "o", color=line.get_color())
-        left.semilogx(lrs[~stable], val_plot[~stable], "x", color=line.get_color(), ms=9)
-        fraction = [np.mean(r["stable"]) for r in rows]
-        right.semilogx(lrs, fraction, "o-", color=line.get_color(), label=placement)
-        right.axvline(record["limit_median"], color=line.get_color(), ls=":")
-    left.set_xlabel("peak learning rate")
-    left.set_ylabel("final validation loss (median over seeds, capped at 8)")
+        val = np.where(np.isfinite(val), np.minimum(val, 8.0), 8.0)
+        (line,) = left.semilogx(lrs, val, "-", label=placement)
+        color = line.get_color()
+        left.semilogx(lrs[stable], val[stable], "o", lrs[~stable], val[~stable], "x", color=color)
+        right.semilogx(
+            lrs, [np.mean(r["stable"]) for r in rows], "o-", color=color, label=placement
+        )
+        right.axvline(record["limit_median"], color=color, ls=":")
+    left.set(xlabel="peak learning rate", ylabel="final val loss (median over seeds, capped at 8)")
     left.set_title("LR sweep (o stable on every seed, x not)")
-    left.legend()
-    right.set_xlabel("peak learning rate")
-    right.set_ylabel("fraction of seeds stable")
+    right.set(xlabel="peak learning rate", ylabel="fraction of seeds stable")
     right.set_title("stability per LR (dotted: median limit)")
+    left.legend()
     right.legend()
     fig.tight_layout()
 
@@ -612,28 +533,24 @@ def _figures(config, summary, depth):
     blocks = np.arange(config.depth_num_layers)
     for placement, record in depth.items():
         for checkpoint, style in zip(_CHECKPOINTS, ("--", "-"), strict=True):
-            act = np.median(np.asarray(record[checkpoint]["activation_lambda_per_block"]), axis=0)
-            ax_act.semilogy(blocks, np.maximum(act, 1e-8), style, label=f"{placement} {checkpoint}")
-            rms = np.median(np.asarray(record[checkpoint]["residual_rms_entering_block"]), axis=0)
-            ax_rms.plot(blocks, rms, style, label=f"{placement} {checkpoint}")
-    ax_act.set_xlabel("block")
-    ax_act.set_ylabel("top eigenvalue, Hessian w.r.t. residual stream (per token)")
-    ax_act.legend(fontsize=7)
-    ax_rms.set_xlabel("block")
-    ax_rms.set_ylabel("RMS of the residual stream entering the block")
-    ax_rms.legend(fontsize=7)
-    x = np.arange(len(_CHECKPOINTS))
-    width = 0.8 / (len(depth) + 1)
+            label = f"{placement} {checkpoint}"
+            act = np.median(record[checkpoint]["activation_lambda_per_block"], axis=0)
+            ax_act.semilogy(blocks, np.maximum(act, 1e-8), style, label=label)
+            rms = np.median(record[checkpoint]["residual_rms_entering_block"], axis=0)
+            ax_rms.plot(blocks, rms, style, label=label)
+    ax_act.set(xlabel="block", ylabel="top eigenvalue, Hessian w.r.t. residual stream (per token)")
+    ax_rms.set(xlabel="block", ylabel="RMS of the residual stream entering the block")
+    x, width = np.arange(len(_CHECKPOINTS)), 0.8 / (len(depth) + 1)
     for i, (placement, record) in enumerate(depth.items()):
         values = [np.median(record[c]["preconditioned_lambda"]) for c in _CHECKPOINTS]
-        ax_pre.bar(x + i * width, np.maximum(values, 1e-8), width, label=f"{placement}")
+        ax_pre.bar(x + i * width, np.maximum(values, 1e-8), width, label=placement)
     limits = [depth["simple"][c]["adam_limit_38_over_lr"] for c in _CHECKPOINTS]
     ax_pre.bar(x + len(depth) * width, limits, width, color="grey", label="38/η")
     ax_pre.set_xticks(x + width * len(depth) / 2, _CHECKPOINTS)
-    ax_pre.set_yscale("log")
-    ax_pre.set_ylabel("λ_max(P^-1/2 H P^-1/2) (median over seeds)")
+    ax_pre.set(yscale="log", ylabel="λ_max(P^-1/2 H P^-1/2) (median over seeds)")
     ax_pre.set_title("Adam-preconditioned sharpness vs 38/η")
-    ax_pre.legend(fontsize=7)
+    for ax in (ax_act, ax_rms, ax_pre):
+        ax.legend(fontsize=7)
     fig_h.suptitle(
         f"depth point: d = {config.depth_d_model}, {config.depth_num_layers} layers, "
         f"lr {config.matched_lr:g}"
@@ -651,10 +568,8 @@ def run(config: SimpleGPTLRConfig, rng_key: jax.Array, progress: Progress) -> Re
     data_key, hessian_key, train_key, depth_key = jax.random.split(rng_key, 4)
     eval_key, batch_key = jax.random.split(data_key)
     windows = sample_batch(eval_key, val, config.eval_batches * config.batch_size, config.seq_len)
-    eval_windows = jax.tree.map(
-        lambda x: jnp.reshape(x, (config.eval_batches, config.batch_size, config.seq_len)),
-        windows,
-    )
+    shape = (config.eval_batches, config.batch_size, config.seq_len)
+    eval_windows = jax.tree.map(lambda x: jnp.reshape(x, shape), windows)
     hessian_batch = sample_batch(batch_key, val, config.hessian_batch_size, config.seq_len)
 
     summary, kept = _sweep(config, train, eval_windows, train_key, progress)
@@ -666,9 +581,11 @@ def run(config: SimpleGPTLRConfig, rng_key: jax.Array, progress: Progress) -> Re
 
     best = {p: summary[p]["best_val_loss"] for p in summary}
     med = {p: summary[p]["limit_median"] for p in summary}
-    act_end = {
-        p: float(np.median(depth[p]["end"]["activation_lambda_median_over_blocks"])) for p in depth
-    }
+
+    def median_of(key, checkpoint):
+        return {p: float(np.median(depth[p][checkpoint][key])) for p in depth}
+
+    act_end = median_of("activation_lambda_median_over_blocks", "end")
     if part1.status == "pass" and best["simple"] <= best["pre"] + _LOSS_MARGIN:
         level = "supported"
     elif med["simple"] >= med["pre"] and act_end["simple"] < act_end["pre"]:
@@ -681,7 +598,6 @@ def run(config: SimpleGPTLRConfig, rng_key: jax.Array, progress: Progress) -> Re
         "corpus_sha256": hashlib.sha256(corpus.tobytes()).hexdigest(),
         "train_tokens": int(train_np.size),
         "val_tokens": int(val_np.size),
-        "learning_rates": list(config.learning_rates),
         "lr_limit_per_seed": {p: summary[p]["limit_per_seed"] for p in summary},
         "lr_limit_median": med,
         "lr_ratio_simple_over_pre": ratios["ratio"],
@@ -689,26 +605,16 @@ def run(config: SimpleGPTLRConfig, rng_key: jax.Array, progress: Progress) -> Re
         "lr_ratio_range": [min(ratios["per_seed"]), max(ratios["per_seed"])],
         "lr_ratio_seed_sides": ratios["sides"],
         "best_val_loss": best,
-        "depth_point": {
-            "d_model": config.depth_d_model,
-            "num_layers": config.depth_num_layers,
-            "steps": config.depth_steps,
-            "seeds": config.depth_seeds,
-            "matched_lr": config.matched_lr,
-            "reused_sweep_runs": config.depth_is_sweep,
-        },
+        "depth_reused_sweep_runs": config.depth_is_sweep,
         "activation_lambda_comparison": per_checkpoint,
         "activation_lambda_end_median": act_end,
         "preconditioned_lambda_median": {
-            p: {c: float(np.median(depth[p][c]["preconditioned_lambda"])) for c in _CHECKPOINTS}
-            for p in depth
+            c: median_of("preconditioned_lambda", c) for c in _CHECKPOINTS
         },
         "adam_limit_38_over_lr": {
             c: depth["simple"][c]["adam_limit_38_over_lr"] for c in _CHECKPOINTS
         },
-        "raw_lambda_median": {
-            p: {c: float(np.median(depth[p][c]["raw_lambda"])) for c in _CHECKPOINTS} for p in depth
-        },
+        "raw_lambda_median": {c: median_of("raw_lambda", c) for c in _CHECKPOINTS},
         "note_three_level_verdict": level,
         "sweep": summary,
         "depth": depth,
