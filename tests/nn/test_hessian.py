@@ -270,7 +270,7 @@ def test_preconditioned_hessian_matches_a_dense_reference():
     pre = jax.tree.map(
         lambda p: jnp.exp(jax.random.normal(jax.random.key(8), p.shape)), params
     )  # positive diagonal spanning about e^±2
-    dense = np.asarray(jax.hessian(lambda z: loss(unravel(z)))(flat), np.float64)
+    dense = np.asarray(jax.jit(jax.hessian(lambda z: loss(unravel(z))))(flat), np.float64)
     d = np.asarray(ravel_pytree(pre)[0], np.float64)
     m = dense / np.sqrt(d)[:, None] / np.sqrt(d)[None, :]
     w, q = np.linalg.eigh(m)
