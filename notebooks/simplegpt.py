@@ -270,7 +270,7 @@ for placement in ("simple", "pre"):
 #    blocks is below PreNorm's on every seed at both steps. The preconditioned sharpness beside
 #    38/η, the raw parameter λ_max and the residual RMS per layer are reported, not gating.
 #
-# What the quick profile measured (3 seeds; 40 minutes on a shared 2-core CPU):
+# What the quick profile measured (15 minutes on a shared 2-core CPU; two runs bit-identical):
 #
 # * **Part 1, unresolved.** Median limits 0.52 (SimpleGPT), 0.30 (PreNorm), 0.52
 #   (PreNorm+QKNorm): ratio 1.73, per seed 3.0, 1.73 and 1.73 — one seed reaches 3x, two do
