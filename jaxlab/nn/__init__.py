@@ -18,7 +18,10 @@ byte-level corpus pipeline (:func:`stdlib_byte_corpus`, :func:`split_corpus`,
 (:func:`scan_train`: any loss on pure parameters, one ``lax.scan``), the LR-sweep stability rule
 (:func:`loss_curve_stability`) and, in
 :mod:`jaxlab.nn.hessian`, Hessian-vector products and the top Hessian eigenvalue (:func:`hvp`,
-:func:`top_eigenvalue`).
+:func:`top_eigenvalue`), with respect to activations (:func:`activation_hessian_top_eigenvalue`,
+:func:`residual_stream_loss`) and under Adam's preconditioner
+(:func:`preconditioned_top_eigenvalue`, :func:`adam_preconditioner`,
+:func:`adam_sharpness_limit`).
 
 Hard disjunctive rules (DisjunctiveNet): a rule language (:class:`Disjunct`, :class:`Disjunction`,
 :class:`RuleSet`) compiled to Balas hull formulations (:func:`lifted_hull`: DNF, CNF, partial
@@ -103,7 +106,15 @@ from jaxlab.nn._text import (
     stdlib_byte_corpus,
     train_language_model,
 )
-from jaxlab.nn.hessian import hvp, top_eigenvalue
+from jaxlab.nn.hessian import (
+    activation_hessian_top_eigenvalue,
+    adam_preconditioner,
+    adam_sharpness_limit,
+    hvp,
+    preconditioned_top_eigenvalue,
+    residual_stream_loss,
+    top_eigenvalue,
+)
 
 __all__ = [
     "Disjunct",
@@ -126,6 +137,11 @@ __all__ = [
     "output_only_target",
     "tightness_rules",
     "ActNormLU",
+    "activation_hessian_top_eigenvalue",
+    "adam_preconditioner",
+    "adam_sharpness_limit",
+    "preconditioned_top_eigenvalue",
+    "residual_stream_loss",
     "ConditionalMADE",
     "ConvergenceFit",
     "DeepSetsEncoder",

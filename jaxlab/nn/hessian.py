@@ -15,16 +15,43 @@ References:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+import optax
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_floating_tree, check_key, check_positive_int, check_real
+from jaxlab._src.validation import (
+    check_array,
+    check_bool,
+    check_floating_tree,
+    check_in_range,
+    check_indices,
+    check_int,
+    check_key,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+    check_real,
+    check_tree_like,
+    is_concrete,
+)
 
-__all__ = ["hvp", "top_eigenvalue"]
+if TYPE_CHECKING:
+    from jaxlab.nn._simplegpt import SimpleGPT
+
+__all__ = [
+    "activation_hessian_top_eigenvalue",
+    "adam_preconditioner",
+    "adam_sharpness_limit",
+    "hvp",
+    "preconditioned_top_eigenvalue",
+    "residual_stream_loss",
+    "top_eigenvalue",
+]
 
 _METHODS = ("power", "lanczos")
 
@@ -169,17 +196,22 @@ def top_eigenvalue(
     """
     num_iters = _check_args(num_iters, method, rng_key)
     check_real(shift, "shift")  # traced shifts pass unchecked
+    _check_loss_fn(loss_fn, params)
+    return _dominant(lambda v: _hvp(loss_fn, params, v), params, rng_key, num_iters, method, shift)
+
+
+def _dominant(operator, params, rng_key, num_iters, method, shift):
+    """The dominant eigenpair of the symmetric ``operator`` (pytree -> pytree) minus ``shift``."""
     flat, unravel = ravel_pytree(params)
     if flat.size == 0:
         raise ValueError("params has no entries")
     if not jnp.issubdtype(flat.dtype, jnp.floating):
         raise TypeError(f"params must be floating point, got dtype {flat.dtype}")
-    _check_loss_fn(loss_fn, params)
     dtype = flat.dtype
     shift = jnp.asarray(shift, dtype)
 
     def matvec(x: jax.Array) -> jax.Array:
-        return ravel_pytree(_hvp(loss_fn, params, unravel(x)))[0].astype(dtype) - shift * x
+        return ravel_pytree(operator(unravel(x)))[0].astype(dtype) - shift * x
 
     start = jax.random.normal(rng_key, flat.shape, dtype)
     start = start / jnp.linalg.norm(start)
@@ -188,6 +220,327 @@ def top_eigenvalue(
     else:
         value, vector = _lanczos(matvec, start, min(num_iters, flat.size))
     return value + shift, unravel(vector)
+
+
+def activation_hessian_top_eigenvalue(
+    loss_fn: Callable[[jax.Array], jax.Array],
+    activation: ArrayLike,
+    *,
+    rng_key: jax.Array,
+    num_iters: int = 20,
+    method: str = "lanczos",
+    shift: ArrayLike = 0.0,
+    per_token: bool = True,
+) -> tuple[jax.Array, jax.Array]:
+    """The dominant eigenvalue of the loss Hessian with respect to an activation tensor.
+
+    For an activation ``a`` of shape ``(..., d)`` (the leading axes index the ``N`` tokens, the
+    last one features) and a loss ``L(a)`` that averages over tokens, this is the dominant
+    eigenvalue of ``H_a = c·∇²_a L(a)`` with ``c = N`` when ``per_token`` (the Hessian of the
+    *summed* per-token loss, so the value does not shrink as the batch grows: for a loss that
+    treats tokens independently it is the largest eigenvalue of the per-token ``d × d`` blocks)
+    and ``c = 1`` otherwise. It is :func:`top_eigenvalue` with the activation as the variable
+    (same ``method``, ``shift`` and sign conventions; ``"lanczos"`` is the default here because
+    an activation has many entries and Lanczos needs far fewer products).
+
+    This is the curvature SimpleGPT's argument is about: normalizing after every linear map
+    keeps the activations at scale ``Θ(√d)``, which bounds the Hessian with respect to them.
+    For a SimpleGPT model, :func:`residual_stream_loss` gives ``L`` as a function of the
+    residual stream entering a block.
+
+    Args:
+      loss_fn: ``activation -> scalar`` (the rest of the network and the loss, closed over the
+        batch; deterministic).
+      activation: the point ``a``, a floating array with at least one axis.
+      rng_key: a ``jax.random`` key for the start vector.
+      num_iters: Hessian-vector products, ``>= 1``.
+      method: ``"lanczos"`` or ``"power"``.
+      shift: ``σ`` subtracted from the spectrum of ``H_a`` (may be traced).
+      per_token: scale by the number of tokens ``N = a.size / a.shape[-1]``.
+
+    Returns:
+      ``(value, vector)``: the eigenvalue (with its sign) and a unit-norm array shaped like
+      ``activation``.
+
+    Examples:
+      Two tokens of a quadratic read-out ``L(a) = mean_t ½ a_tᵀ A a_t``: every per-token block
+      is ``A``, whose top eigenvalue is 3.
+
+      >>> import jax, jax.numpy as jnp
+      >>> a_matrix = jnp.array([[2.0, 1.0], [1.0, 2.0]])
+      >>> loss = lambda x: jnp.mean(0.5 * jnp.einsum("ti,ij,tj->t", x, a_matrix, x))
+      >>> value, vector = activation_hessian_top_eigenvalue(
+      ...     loss, jnp.ones((2, 2)), rng_key=jax.random.key(0), num_iters=4)
+      >>> round(float(value), 4), vector.shape
+      (3.0, (2, 2))
+
+    References:
+      Chen et al., "SimpleGPT: Improving GPT via A Simple Normalization Strategy", ICML 2026
+      (the Hessian with respect to activations); Golub & Van Loan, *Matrix Computations*,
+      §10.1.
+    """
+    num_iters = _check_args(num_iters, method, rng_key)
+    per_token = check_bool(per_token, "per_token")
+    check_real(shift, "shift")
+    activation = check_array(activation, "activation", kind="floating")
+    if activation.ndim < 1 or activation.size == 0:
+        raise ValueError(
+            f"activation must have a feature axis and entries, got shape {activation.shape}"
+        )
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    scale = activation.size // activation.shape[-1] if per_token else 1
+
+    def scaled(a):
+        return scale * loss_fn(a)
+
+    _check_loss_fn(scaled, activation)
+    return _dominant(
+        lambda v: _hvp(scaled, activation, v), activation, rng_key, num_iters, method, shift
+    )
+
+
+def preconditioned_top_eigenvalue(
+    loss_fn: Callable[[Any], jax.Array],
+    params: Any,
+    preconditioner: Any,
+    *,
+    rng_key: jax.Array,
+    num_iters: int = 20,
+    method: str = "lanczos",
+    shift: ArrayLike = 0.0,
+) -> tuple[jax.Array, Any]:
+    """The dominant eigenvalue of the preconditioned Hessian ``P^{-1/2} ∇²L(θ) P^{-1/2}``.
+
+    ``P`` is a positive diagonal preconditioner given as a pytree like ``params`` (for Adam,
+    :func:`adam_preconditioner`). A preconditioned step ``θ ← θ − η P⁻¹ g`` is stable on a
+    quadratic only if ``η·λ_max(P⁻¹H) < 2`` (with momentum, :func:`adam_sharpness_limit`), and
+    ``P⁻¹H`` has the spectrum of the symmetric ``P^{-1/2} H P^{-1/2}``, whose products
+    ``v ↦ P^{-1/2} ∇²L(θ) (P^{-1/2} v)`` this runs power iteration or Lanczos on (same
+    ``method``, ``shift`` and sign conventions as :func:`top_eigenvalue`). With ``P = 1`` it is
+    :func:`top_eigenvalue`.
+
+    Args:
+      loss_fn: ``params -> scalar`` on a fixed batch.
+      params: the point ``θ``, a pytree of float arrays.
+      preconditioner: a pytree like ``params`` with positive finite entries.
+      rng_key: a ``jax.random`` key for the start vector.
+      num_iters: Hessian-vector products, ``>= 1``.
+      method: ``"lanczos"`` or ``"power"``.
+      shift: ``σ`` subtracted from the spectrum (may be traced).
+
+    Returns:
+      ``(value, vector)``: the eigenvalue (with its sign) and a unit-norm pytree like
+      ``params`` (an eigenvector of ``P^{-1/2} H P^{-1/2}``).
+
+    Examples:
+      ``H = diag(1, 10)`` and ``P = diag(1, 10)``: ``P⁻¹H = I``, top eigenvalue 1.
+
+      >>> import jax, jax.numpy as jnp
+      >>> loss = lambda p: 0.5 * (p["x"][0] ** 2 + 10.0 * p["x"][1] ** 2)
+      >>> value, _ = preconditioned_top_eigenvalue(
+      ...     loss, {"x": jnp.ones(2)}, {"x": jnp.array([1.0, 10.0])},
+      ...     rng_key=jax.random.key(0), num_iters=2)
+      >>> round(float(value), 4)
+      1.0
+
+    References:
+      Cohen et al., "Adaptive Gradient Methods at the Edge of Stability", 2022
+      (arXiv 2207.14484): the preconditioned sharpness ``λ_max(P⁻¹H)``.
+    """
+    num_iters = _check_args(num_iters, method, rng_key)
+    check_real(shift, "shift")
+    _check_loss_fn(loss_fn, params)
+    check_tree_like(preconditioner, params, "preconditioner", "params")
+    for path, leaf in jax.tree_util.tree_leaves_with_path(preconditioner):
+        # Checked on the host (NumPy), so a concrete leaf closed over inside jit is checked too.
+        values = np.asarray(leaf) if is_concrete(leaf) else None
+        if values is not None and not np.all(np.isfinite(values) & (values > 0)):
+            raise ValueError(
+                f"preconditioner{jax.tree_util.keystr(path)} must be finite and > 0 everywhere "
+                f"(min {np.min(values)})"
+            )
+    inv_sqrt = jax.tree.map(
+        lambda p, x: jax.lax.rsqrt(p).astype(jnp.result_type(x)), preconditioner, params
+    )
+
+    def operator(v):
+        hv = _hvp(loss_fn, params, jax.tree.map(jnp.multiply, inv_sqrt, v))
+        return jax.tree.map(jnp.multiply, inv_sqrt, hv)
+
+    return _dominant(operator, params, rng_key, num_iters, method, shift)
+
+
+def adam_preconditioner(
+    opt_state: Any, *, b1: ArrayLike = 0.9, b2: ArrayLike = 0.999, eps: ArrayLike = 1e-8
+) -> Any:
+    """Adam's diagonal preconditioner ``P`` read from an optax state (Adam, AdamW, chains).
+
+    After ``t`` updates Adam's step is ``θ ← θ − η m̂/(√ν̂ + ε)`` with ``m̂ = m/(1 − β₁ᵗ)`` and
+    ``ν̂ = ν/(1 − β₂ᵗ)``; written as ``θ ← θ − η P⁻¹ m`` (``m`` the raw momentum EMA),
+
+    ``P = (1 − β₁ᵗ)·(√(ν/(1 − β₂ᵗ)) + ε)``,
+
+    Cohen et al.'s convention, whose stability threshold is :func:`adam_sharpness_limit`. The
+    state must hold exactly one ``optax.ScaleByAdamState`` (``ν`` and ``t = count`` come from
+    it); ``b1``, ``b2``, ``eps`` are the optimizer's (the state does not store them). The
+    gradients ``ν`` averages are the ones Adam saw (after any clipping earlier in a chain).
+
+    Args:
+      opt_state: an optax state containing one ``ScaleByAdamState``.
+      b1: Adam's ``β₁`` in ``[0, 1)``.
+      b2: Adam's ``β₂`` in ``[0, 1)``.
+      eps: Adam's ``ε >= 0``.
+
+    Returns:
+      A pytree like the parameters: the diagonal of ``P``.
+
+    Raises:
+      TypeError: no (or more than one) ``ScaleByAdamState`` in ``opt_state``.
+      ValueError: ``b1``/``b2``/``eps`` out of range, or a concrete ``count`` of 0 (no update
+        yet: ``P`` is undefined).
+
+    Examples:
+      >>> import jax.numpy as jnp, optax
+      >>> tx = optax.adam(0.1, b1=0.9, b2=0.99)
+      >>> params = {"w": jnp.zeros(2)}
+      >>> _, state = tx.update({"w": jnp.array([3.0, -4.0])}, tx.init(params), params)
+      >>> p = adam_preconditioner(state, b1=0.9, b2=0.99)["w"]  # 0.1·(|g| + ε) after 1 step
+      >>> [round(float(v), 4) for v in p]
+      [0.3, 0.4]
+
+    References:
+      Kingma & Ba, "Adam", ICLR 2015; Cohen et al., "Adaptive Gradient Methods at the Edge of
+      Stability", 2022 (arXiv 2207.14484).
+    """
+    check_in_range(b1, "b1", 0.0, 1.0)
+    check_in_range(b2, "b2", 0.0, 1.0)
+    check_nonnegative(eps, "eps")
+    is_adam = lambda x: isinstance(x, optax.ScaleByAdamState)
+    found = [x for x in jax.tree.leaves(opt_state, is_leaf=is_adam) if is_adam(x)]
+    if len(found) != 1:
+        raise TypeError(
+            f"opt_state must contain exactly one optax.ScaleByAdamState, found {len(found)} "
+            f"in {type(opt_state).__name__}"
+        )
+    state = found[0]
+    count = state.count
+    if is_concrete(count) and int(np.min(np.asarray(count))) < 1:
+        raise ValueError("opt_state has count 0 (no Adam update yet): P is undefined")
+    t = jnp.asarray(count, jnp.float32)
+    first = 1.0 - jnp.asarray(b1, jnp.float32) ** t
+    second = 1.0 - jnp.asarray(b2, jnp.float32) ** t
+    return jax.tree.map(
+        lambda nu: (first * (jnp.sqrt(nu / second) + eps)).astype(nu.dtype), state.nu
+    )
+
+
+def adam_sharpness_limit(learning_rate: ArrayLike, *, b1: ArrayLike = 0.9) -> jax.Array:
+    """Adam's stability threshold on the preconditioned sharpness: ``(2 + 2β₁)/((1 − β₁)·η)``.
+
+    Heavy-ball momentum with an EMA (``m ← β₁m + (1 − β₁)g``, ``θ ← θ − η P⁻¹m``) on a quadratic
+    is stable iff ``λ_max(P⁻¹H) < (2 + 2β₁)/((1 − β₁)η)``: ``38/η`` for ``β₁ = 0.9``.
+
+    Args:
+      learning_rate: ``η > 0`` (may be traced).
+      b1: momentum ``β₁`` in ``[0, 1)``.
+
+    Returns:
+      The threshold, a float32 scalar (or array like ``learning_rate``).
+
+    Examples:
+      >>> round(float(adam_sharpness_limit(1e-3)), 1)
+      38000.0
+
+    References:
+      Cohen et al., "Adaptive Gradient Methods at the Edge of Stability", 2022
+      (arXiv 2207.14484), §2.
+    """
+    check_positive(learning_rate, "learning_rate")
+    check_in_range(b1, "b1", 0.0, 1.0)
+    b1 = jnp.asarray(b1, jnp.float32)
+    return (2.0 + 2.0 * b1) / ((1.0 - b1) * jnp.asarray(learning_rate, jnp.float32))
+
+
+def residual_stream_loss(
+    model: SimpleGPT, tokens: ArrayLike, targets: ArrayLike
+) -> tuple[jax.Array, Callable[[Any, jax.Array], jax.Array]]:
+    """A :class:`~jaxlab.nn.SimpleGPT`'s loss as a function of the residual stream at a block.
+
+    Returns the residual stream ``h_ℓ`` entering each block ``ℓ = 0..L−1`` (``h_0`` the
+    embedding, ``h_ℓ`` block ``ℓ−1``'s output) and ``loss_at(layer, x)``: the model's loss
+    (:func:`~jaxlab.nn.language_model_loss`: mean cross-entropy, plus the MoE term) with block
+    ``layer``'s input replaced by ``x``, so ``loss_at(ℓ, h_ℓ)`` is the model's loss and
+    ``∇²_x loss_at(ℓ, x)`` the Hessian with respect to that activation (for
+    :func:`activation_hessian_top_eigenvalue`). ``layer`` may be traced: one compiled program
+    serves every block (the blocks before it run on the model's own stream, independent of
+    ``x``). The model's own forward pass is not changed.
+
+    Args:
+      model: a :class:`~jaxlab.nn.SimpleGPT`.
+      tokens: ``(B, T)`` ints in ``[0, V)``.
+      targets: ``(B, T)`` ints in ``[0, V)``.
+
+    Returns:
+      ``(residuals, loss_at)``: a float32 array ``(L, B, T, d)`` and
+      ``(layer, x) -> scalar``.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from flax import nnx
+      >>> from jaxlab.nn import GPTConfig, SimpleGPT, language_model_loss
+      >>> model = SimpleGPT(GPTConfig(256, 16, 2, 2, max_len=8, multiple_of=16),
+      ...                   rngs=nnx.Rngs(0))
+      >>> tokens = jax.random.randint(jax.random.key(1), (2, 8), 0, 256)
+      >>> residuals, loss_at = residual_stream_loss(model, tokens, tokens)
+      >>> residuals.shape
+      (2, 2, 8, 16)
+      >>> bool(jnp.allclose(loss_at(1, residuals[1]), language_model_loss(model, tokens, tokens)))
+      True
+
+    References:
+      Chen et al., "SimpleGPT: Improving GPT via A Simple Normalization Strategy", ICML 2026.
+    """
+    from jaxlab.nn._simplegpt import SimpleGPT
+
+    if not isinstance(model, SimpleGPT):
+        raise TypeError(f"model must be a SimpleGPT, got {type(model).__name__}")
+    tokens = model._check_tokens(tokens)
+    targets = check_array(targets, "targets", kind="integer")
+    if targets.shape != tokens.shape:
+        raise ValueError(f"targets must have shape {tokens.shape}, got {targets.shape}")
+    check_indices(targets, "targets", model.config.vocab_size, "vocab_size")
+    num_layers = model.config.num_layers
+    ids, _ = model._out_of_vocabulary(tokens)
+    target_ids, _ = model._out_of_vocabulary(targets)
+    embedded = jnp.take(model.embedding[...], ids, axis=0, mode="fill", fill_value=jnp.nan)
+
+    def run(layer, x):
+        # The same operations, in the same order, as SimpleGPT._forward and loss_and_aux.
+        h, aux, inputs = embedded, jnp.zeros((), jnp.float32), []
+        for i, block in enumerate(model.blocks):
+            if x is not None:
+                h = jnp.where(layer == i, x, h)
+            inputs.append(h)
+            h, block_aux = block(h, None, f"layer{i}")
+            aux = aux + block_aux
+        logits = model.final_norm(h).astype(jnp.float32) @ model.head[...].astype(jnp.float32)
+        ce = jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, target_ids))
+        if model.config.num_experts > 0:
+            ce = ce + model.config.moe_aux_weight * aux
+        return ce, inputs
+
+    residuals = jnp.stack(run(None, None)[1]).astype(jnp.float32)
+
+    def loss_at(layer, x):
+        if is_concrete(layer):
+            check_int(layer, "layer", minimum=0, maximum=num_layers - 1)
+        x = check_array(x, "x", kind="floating")
+        if x.shape != residuals.shape[1:]:
+            raise ValueError(f"x must have shape {residuals.shape[1:]}, got {x.shape}")
+        return run(jnp.asarray(layer), x)[0]
+
+    return residuals, loss_at
 
 
 def _power(matvec, start, num_iters):

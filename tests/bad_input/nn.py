@@ -524,6 +524,124 @@ probes(
     raises("shift", lambda: nn.top_eigenvalue(_quadratic, jnp.ones(3), rng_key=_key(), shift="0")),
     raises("loss_fn", lambda: nn.top_eigenvalue(lambda p: p, jnp.ones(3), rng_key=_key())),
 )
+probes(
+    "jaxlab.nn.activation_hessian_top_eigenvalue",
+    raises(
+        "activation",
+        lambda: nn.activation_hessian_top_eigenvalue(_quadratic, jnp.ones(3, int), rng_key=_key()),
+        TypeError,
+    ),
+    raises(
+        "activation", lambda: nn.activation_hessian_top_eigenvalue(_quadratic, "x", rng_key=_key())
+    ),
+    raises(
+        "per_token",
+        lambda: nn.activation_hessian_top_eigenvalue(
+            _quadratic, jnp.ones(3), rng_key=_key(), per_token="yes"
+        ),
+    ),
+    raises(
+        "num_iters",
+        lambda: nn.activation_hessian_top_eigenvalue(
+            _quadratic, jnp.ones(3), rng_key=_key(), num_iters=0
+        ),
+    ),
+    raises(
+        "rng_key", lambda: nn.activation_hessian_top_eigenvalue(_quadratic, jnp.ones(3), rng_key=1)
+    ),
+    raises(
+        "loss_fn", lambda: nn.activation_hessian_top_eigenvalue(None, jnp.ones(3), rng_key=_key())
+    ),
+    raises(
+        "loss_fn",
+        lambda: nn.activation_hessian_top_eigenvalue(lambda a: a, jnp.ones(3), rng_key=_key()),
+        ValueError,
+    ),
+)
+probes(
+    "jaxlab.nn.preconditioned_top_eigenvalue",
+    raises(
+        "preconditioner",
+        lambda: nn.preconditioned_top_eigenvalue(
+            _quadratic, jnp.ones(3), jnp.zeros(3), rng_key=_key()
+        ),
+        ValueError,
+    ),
+    raises(
+        "preconditioner",
+        lambda: nn.preconditioned_top_eigenvalue(
+            _quadratic, jnp.ones(3), jnp.ones(2), rng_key=_key()
+        ),
+        ValueError,
+    ),
+    raises(
+        "preconditioner",
+        lambda: nn.preconditioned_top_eigenvalue(
+            _quadratic, jnp.ones(3), jnp.full(3, NAN), rng_key=_key()
+        ),
+        ValueError,
+    ),
+    raises(
+        "method",
+        lambda: nn.preconditioned_top_eigenvalue(
+            _quadratic, jnp.ones(3), jnp.ones(3), rng_key=_key(), method="qr"
+        ),
+    ),
+    raises(
+        "loss_fn",
+        lambda: nn.preconditioned_top_eigenvalue(None, jnp.ones(3), jnp.ones(3), rng_key=_key()),
+    ),
+)
+probes(
+    "jaxlab.nn.adam_preconditioner",
+    raises(
+        "opt_state", lambda: nn.adam_preconditioner(optax.sgd(0.1).init(jnp.ones(2))), TypeError
+    ),
+    raises(
+        "opt_state", lambda: nn.adam_preconditioner(optax.adam(0.1).init(jnp.ones(2))), ValueError
+    ),
+    raises("b1", lambda: nn.adam_preconditioner(optax.adam(0.1).init(jnp.ones(2)), b1=1.0)),
+    raises("b2", lambda: nn.adam_preconditioner(optax.adam(0.1).init(jnp.ones(2)), b2=NAN)),
+    raises("eps", lambda: nn.adam_preconditioner(optax.adam(0.1).init(jnp.ones(2)), eps=-1.0)),
+)
+probes(
+    "jaxlab.nn.adam_sharpness_limit",
+    raises("learning_rate", lambda: nn.adam_sharpness_limit(0.0)),
+    raises("learning_rate", lambda: nn.adam_sharpness_limit("0.1")),
+    raises("b1", lambda: nn.adam_sharpness_limit(0.1, b1=1.0)),
+)
+probes(
+    "jaxlab.nn.residual_stream_loss",
+    raises("model", lambda: nn.residual_stream_loss(_moe(), jnp.zeros((1, 4), int), None)),
+    raises(
+        "tokens",
+        lambda: nn.residual_stream_loss(_gpt(), jnp.full((1, 4), 99), jnp.zeros((1, 4), int)),
+        ValueError,
+    ),
+    raises(
+        "targets",
+        lambda: nn.residual_stream_loss(_gpt(), jnp.zeros((1, 4), int), jnp.zeros((1, 3), int)),
+        ValueError,
+    ),
+    raises(
+        "targets",
+        lambda: nn.residual_stream_loss(_gpt(), jnp.zeros((1, 4), int), jnp.ones((1, 4))),
+        TypeError,
+    ),
+    raises(
+        "layer",
+        lambda: nn.residual_stream_loss(_gpt(), jnp.zeros((1, 4), int), jnp.zeros((1, 4), int))[1](
+            1, jnp.zeros((1, 4, 8))
+        ),
+    ),
+    raises(
+        "x",
+        lambda: nn.residual_stream_loss(_gpt(), jnp.zeros((1, 4), int), jnp.zeros((1, 4), int))[1](
+            0, jnp.zeros((1, 4, 7))
+        ),
+        ValueError,
+    ),
+)
 
 # --- disjunctive rule layers (issue 16) --------------------------------------------------------
 _GAP = nn.Disjunction([nn.Disjunct([[1.0]], [0.25]), nn.Disjunct([[-1.0]], [-0.75])], "gap")

@@ -5,9 +5,23 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
+from jax.flatten_util import ravel_pytree
 
-from jaxlab.nn import hessian, hvp, top_eigenvalue
+from jaxlab.nn import (
+    GPTConfig,
+    SimpleGPT,
+    activation_hessian_top_eigenvalue,
+    adam_preconditioner,
+    adam_sharpness_limit,
+    hessian,
+    hvp,
+    language_model_loss,
+    preconditioned_top_eigenvalue,
+    residual_stream_loss,
+    top_eigenvalue,
+)
 
 
 def _quadratic_with_spectrum(eigenvalues, seed=0):
@@ -158,3 +172,154 @@ def test_bad_tangents_and_losses_are_named():
         top_eigenvalue(loss, params, rng_key=jax.random.key(0), shift=float("nan"))
     with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
         top_eigenvalue(loss, params, rng_key=None)
+
+
+# --- activation Hessian, preconditioned Hessian, Adam's preconditioner -------------------------
+
+
+def _tiny_gpt(placement, layers=2):
+    from flax import nnx
+
+    config = GPTConfig(16, 8, layers, 2, max_len=4, multiple_of=8, norm_placement=placement)
+    model = SimpleGPT(config, rngs=nnx.Rngs(0))
+    tokens = jax.random.randint(jax.random.key(1), (1, 4), 0, 16)
+    targets = jax.random.randint(jax.random.key(2), (1, 4), 0, 16)
+    return model, tokens, targets
+
+
+@pytest.mark.parametrize("placement", ["simple", "pre"])
+def test_residual_stream_loss_reproduces_the_model(placement):
+    model, tokens, targets = _tiny_gpt(placement)
+    residuals, loss_at = residual_stream_loss(model, tokens, targets)
+    reference = language_model_loss(model, tokens, targets)
+    assert residuals.shape == (2, 1, 4, 8)
+    for layer in range(2):
+        # The same operations in the same order: bit-identical to the model's own loss.
+        assert float(loss_at(layer, residuals[layer])) == float(reference)
+    # The stream entering block l is block l-1's output (the model's own record).
+    rms = model.activation_rms(tokens)
+    np.testing.assert_allclose(
+        np.sqrt(np.mean(np.square(residuals[1]))), rms["layer0.residual"], rtol=1e-6
+    )
+    # Replacing the stream changes the loss only through the chosen block onwards.
+    moved = loss_at(jnp.asarray(1), residuals[1] * 2.0)
+    assert float(moved) != float(reference)
+
+
+def test_activation_hessian_matches_a_dense_hessian():
+    # SimpleGPT's second block (PreNorm runs the same operator on the same code path).
+    layer = 1
+    model, tokens, targets = _tiny_gpt("simple")
+    residuals, loss_at = residual_stream_loss(model, tokens, targets)
+    x = residuals[layer]
+    n = x.size  # 32 entries: Lanczos with n products is exact
+    # The per-token Hessian is the mean loss's times the 4 tokens.
+    dense = jax.jit(jax.hessian(lambda z: 4.0 * loss_at(layer, z.reshape(x.shape))))(jnp.ravel(x))
+    w = np.linalg.eigvalsh(np.asarray(dense, np.float64))
+    dominant = w[np.argmax(np.abs(w))]
+
+    @jax.jit
+    def eigen(shift):
+        return activation_hessian_top_eigenvalue(
+            lambda z: loss_at(layer, z), x, rng_key=jax.random.key(3), num_iters=n, shift=shift
+        )
+
+    value, vector = eigen(0.0)
+    tol = 1e-4 * np.abs(w).max()
+    assert float(value) == pytest.approx(dominant, rel=1e-3, abs=tol)
+    assert vector.shape == x.shape
+    top, _ = eigen(min(float(value), 0.0))  # shifted past a negative dominant one: the top
+    assert float(top) == pytest.approx(w[-1], rel=1e-3, abs=tol)
+
+
+def test_activation_hessian_per_token_scaling():
+    # L(a) = mean_t ½ a_tᵀ diag(1, 5) a_t over 6 tokens: per token the top eigenvalue is 5; the
+    # Hessian of the mean loss has 5/6.
+    loss = lambda a: jnp.mean(0.5 * (a[:, 0] ** 2 + 5.0 * a[:, 1] ** 2))  # noqa: E731
+    a = jnp.ones((6, 2))
+    key = jax.random.key(0)
+    value, vector = activation_hessian_top_eigenvalue(loss, a, rng_key=key, num_iters=12)
+    assert float(value) == pytest.approx(5.0, rel=1e-5)
+    # Eigenvalue 5 spans the second feature of every token: the first feature stays 0.
+    assert np.allclose(np.asarray(vector[:, 0]), 0.0, atol=1e-4)
+    mean_value, _ = activation_hessian_top_eigenvalue(
+        loss, a, rng_key=key, num_iters=12, per_token=False
+    )
+    assert float(mean_value) == pytest.approx(5.0 / 6.0, rel=1e-5)
+
+
+def _mlp_problem():
+    keys = jax.random.split(jax.random.key(7), 4)
+    params = {
+        "w1": 0.5 * jax.random.normal(keys[0], (3, 4)),
+        "w2": 0.5 * jax.random.normal(keys[1], (4, 2)),
+    }
+    x = jax.random.normal(keys[2], (8, 3))
+    y = jax.random.randint(keys[3], (8,), 0, 2)
+
+    def loss(p):
+        logits = jnp.tanh(x @ p["w1"]) @ p["w2"]
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y))
+
+    return loss, params
+
+
+def test_preconditioned_hessian_matches_a_dense_reference():
+    loss, params = _mlp_problem()
+    flat, unravel = ravel_pytree(params)
+    pre = jax.tree.map(
+        lambda p: jnp.exp(jax.random.normal(jax.random.key(8), p.shape)), params
+    )  # positive diagonal spanning about e^±2
+    dense = np.asarray(jax.jit(jax.hessian(lambda z: loss(unravel(z))))(flat), np.float64)
+    d = np.asarray(ravel_pytree(pre)[0], np.float64)
+    m = dense / np.sqrt(d)[:, None] / np.sqrt(d)[None, :]
+    w, q = np.linalg.eigh(m)
+    dominant = w[np.argmax(np.abs(w))]
+    value, vector = preconditioned_top_eigenvalue(
+        loss, params, pre, rng_key=jax.random.key(9), num_iters=flat.size
+    )
+    assert float(value) == pytest.approx(dominant, rel=1e-3)
+    v = np.asarray(ravel_pytree(vector)[0], np.float64)
+    assert abs(v @ q[:, np.argmax(np.abs(w))]) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_adam_preconditioner_reproduces_adams_step():
+    # A second path: AdamW's own update equals −η P⁻¹ m (plus decay) with P from the state.
+    loss, params = _mlp_problem()
+    b1, b2, eps, lr = 0.9, 0.95, 1e-8, 1e-2
+    tx = optax.chain(
+        optax.clip_by_global_norm(1.0), optax.adamw(lr, b1=b1, b2=b2, eps=eps, weight_decay=0.0)
+    )
+    state = tx.init(params)
+    for _ in range(5):
+        updates, state = tx.update(jax.grad(loss)(params), state, params)
+        params = optax.apply_updates(params, updates)
+    updates, state = tx.update(jax.grad(loss)(params), state, params)
+    pre = adam_preconditioner(state, b1=b1, b2=b2, eps=eps)
+    adam_state = state[1][0]
+    for name in params:
+        np.testing.assert_allclose(
+            updates[name], -lr * adam_state.mu[name] / pre[name], rtol=1e-5, atol=1e-9
+        )
+    with pytest.raises(ValueError, match="count 0"):
+        adam_preconditioner(tx.init(params), b1=b1, b2=b2)
+    with pytest.raises(TypeError, match="ScaleByAdamState"):
+        adam_preconditioner(optax.sgd(0.1).init(params))
+
+
+@pytest.mark.parametrize("b1", [0.0, 0.9])
+def test_adam_sharpness_limit_is_the_momentum_stability_edge(b1):
+    # EMA heavy ball on the 1-D quadratic ½λx²: m ← β₁m + (1−β₁)λx, x ← x − ηm; bounded
+    # just below (2 + 2β₁)/((1 − β₁)η), diverging just above.
+    lr = 0.01
+    limit = float(adam_sharpness_limit(lr, b1=b1))
+    assert limit == pytest.approx((2 + 2 * b1) / ((1 - b1) * lr), rel=1e-6)
+
+    def final(lam):
+        x, m = 1.0, 0.0
+        for _ in range(3000):
+            m = b1 * m + (1 - b1) * lam * x
+            x = x - lr * m
+        return abs(x)
+
+    assert final(0.98 * limit) < 1.0 < final(1.02 * limit)
