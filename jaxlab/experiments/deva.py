@@ -13,7 +13,7 @@ Two measurements, the note's rule (``notes/deva.md``) with the fair peers of iss
     (``√max(rows, cols)``), momentum 0, no Nesterov; optax's default Muon (scale 1 on a square
     matrix) is reported beside it, not gating. Every method is also swept over learning rates
     (a second figure: does the ordering depend on the lr convention?). Median final ``f`` over
-    20 seeds; each comparison of medians is decided by a paired bootstrap over seeds. Pass if on
+    64 seeds; each comparison of medians is decided by a paired bootstrap over seeds. Pass if on
     the heterogeneous Hessian ``DeVA-S∞ < Muon < min(Adam, SOAP, DeVA-ℓ∞) < GD`` and SOAP is best
     on the homogeneous one.
 (b) **A small language model.** The same :class:`jaxlab.nn.SimpleGPT` (pre-norm), byte corpus,
@@ -31,24 +31,23 @@ The paper's blockwise-smoothness diagnostic is not computed.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import scipy.stats
 from flax import nnx
 from matplotlib.figure import Figure
 
 from jaxlab import nn as jnn
 from jaxlab import optim
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
+from jaxlab._src.stats import steps_to_reach, t_interval, trailing_mean
 from jaxlab._src.threads import single_threaded_blas
 from jaxlab.optim import quadratic_toy_hessian
 
-__all__ = ["DevaConfig", "run", "steps_to_reach", "trailing_mean"]
+__all__ = ["DevaConfig", "run"]
 
 CLAIM = (
     "Song et al. (ICML 2026): decoupling Adam's variance adaptation from its sign direction and "
@@ -416,33 +415,6 @@ def _lm_transform(method: str, schedule, config: DevaConfig) -> optax.GradientTr
     raise ValueError(f"unknown language-model method {method!r}")
 
 
-def trailing_mean(values, window: int) -> np.ndarray:
-    """``s_t = mean(values[max(0, t − w + 1) : t + 1])``: the smoothed loss curve.
-
-    Examples:
-      >>> trailing_mean([4.0, 2.0, 0.0, 2.0], 2).tolist()
-      [4.0, 3.0, 1.0, 1.0]
-    """
-    values = np.asarray(values, np.float64)
-    if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
-    sums = np.cumsum(np.concatenate([[0.0], values]))
-    idx = np.arange(values.size)
-    low = np.maximum(0, idx - window + 1)
-    return (sums[idx + 1] - sums[low]) / (idx + 1 - low)
-
-
-def steps_to_reach(curve, target: float) -> int | None:
-    """The first (1-based) step at which ``curve <= target``, or None if never.
-
-    Examples:
-      >>> steps_to_reach([3.0, 2.5, 1.9, 2.1], 2.0), steps_to_reach([3.0], 2.0)
-      (3, None)
-    """
-    hits = np.flatnonzero(np.asarray(curve) <= target)
-    return int(hits[0]) + 1 if hits.size else None
-
-
 def _lm_program(config: DevaConfig, method: str, gpt, train, eval_windows):
     """One jitted run ``(init_key, peak_lr, data_key) -> (train losses, held-out loss)``.
 
@@ -515,17 +487,6 @@ def _lm_method(config, method, program, seed_keys, progress) -> dict[str, Any]:
     }
 
 
-def _t_interval(values) -> tuple[float, float, float]:
-    """Mean and two-sided ``LM_CONFIDENCE`` Student-t interval (infinite with one value)."""
-    values = np.asarray(values, np.float64)
-    mean = float(np.mean(values))
-    if values.size < 2:
-        return mean, -math.inf, math.inf
-    half = scipy.stats.t.ppf(0.5 + LM_CONFIDENCE / 2, values.size - 1) * np.std(values, ddof=1)
-    half /= math.sqrt(values.size)
-    return mean, mean - half, mean + half
-
-
 def _language_model(config: DevaConfig, rng_key: jax.Array, progress: Progress) -> dict[str, Any]:
     corpus = jnn.stdlib_byte_corpus(config.lm_corpus_bytes)
     train, val = jnn.split_corpus(corpus, 0.1)
@@ -570,7 +531,7 @@ def _language_model(config: DevaConfig, rng_key: jax.Array, progress: Progress) 
                 "saving_percent": 100.0 * (1.0 - counted / muon_steps),
             }
         )
-    mean, low, high = _t_interval([s["saving_percent"] for s in per_seed])
+    mean, low, high = t_interval([s["saving_percent"] for s in per_seed], LM_CONFIDENCE)
     return {
         "methods": methods,
         "seeds": per_seed,

@@ -111,16 +111,3 @@ def test_toy_muon_peers_take_the_authors_and_optax_scales():
         for _ in range(2):  # momentum 0: the second step is the same function of its gradient
             updates, state = tx.update(g, state, x)
             np.testing.assert_allclose(updates, -0.1 * scale * msign, rtol=2e-3, atol=2e-5)
-
-
-def test_trailing_mean_and_steps_to_reach_against_loops():
-    values = np.random.default_rng(0).normal(size=37)
-    smoothed = experiment.trailing_mean(values, 5)
-    loop = [values[max(0, t - 4) : t + 1].mean() for t in range(values.size)]
-    np.testing.assert_allclose(smoothed, loop, rtol=1e-12)
-    target = float(np.median(smoothed))
-    first = next(t + 1 for t, v in enumerate(smoothed) if v <= target)
-    assert experiment.steps_to_reach(smoothed, target) == first
-    assert experiment.steps_to_reach(smoothed, smoothed.min() - 1.0) is None
-    with pytest.raises(ValueError, match="window must be"):
-        experiment.trailing_mean(values, 0)
