@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
             target = row.get("target_ratio")
             verdict = "meets" if row.get("meets_target") else "misses"
             extra = f" target <= {target:.2f}x: {verdict}" if target is not None else ""
+            if row.get("floor_ratio") is not None:  # a memory-traffic floor (error_feedback)
+                extra += f"; {row['floor_ratio']:.2f}x its floor"
             print(f"  {row['case']:<40} ratio {row['ratio']:.2f}x{extra}")
     print(f"\nwrote {out}/")
     return 0

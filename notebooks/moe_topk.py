@@ -51,9 +51,11 @@ print(f"profile {PROFILE}")
 # %% [markdown]
 # ## 1. The layer and its gates
 #
-# `MixtureOfExperts(d, h, M, K)` returns the output and a `MoEStats` record. Experts are computed
-# densely and masked (one `einsum` over the stacked expert axis), so shapes are static and the
-# layer jits; its *sparse* cost is `flops_per_token()` $= 2dM + K\cdot 4dh$.
+# `MixtureOfExperts(d, h, M, K)` returns the output and a `MoEStats` record. By default experts
+# are computed densely and masked (one matmul over the stacked expert axis), so shapes are static
+# and the layer jits; the *ideal* sparse cost is `flops_per_token()` $= 2dM + K\cdot 4dh$. With
+# `dispatch="sparse"` (capacity buffers of $C = \lceil cKN/M \rceil$ slots, all computed) the layer
+# executes $2dM + (MC/N)\cdot 4dh \approx 2dM + cK\cdot 4dh$: `dispatch_flops_per_token(N)`.
 
 # %%
 d, h, M = 8, 16, 4

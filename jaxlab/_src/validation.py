@@ -595,13 +595,24 @@ def count_nonfinite(counter: Any, tree: Any) -> jax.Array:
       >>> count_nonfinite(jnp.ones([], jnp.int32), {"w": jnp.ones(2)})
       Array(1, dtype=int32)
     """
-    leaves = jax.tree.leaves(tree)
+    leaves = [jnp.asarray(leaf) for leaf in jax.tree.leaves(tree)]
     counter = jnp.asarray(counter)
+    leaves = [leaf for leaf in leaves if jnp.issubdtype(leaf.dtype, jnp.inexact) and leaf.size]
     if not leaves:
         return counter
-    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
+    finite = jnp.all(jnp.stack([_leaf_finite(leaf) for leaf in leaves]))
     saturated = counter == jnp.iinfo(counter.dtype).max
     return jnp.where(finite | saturated, counter, counter + jnp.ones_like(counter))
+
+
+def _leaf_finite(leaf: jax.Array) -> jax.Array:
+    """Whether every entry is finite: ``sum(x - x)`` is 0, or NaN if some entry is NaN or ±inf.
+
+    One plain sum, which fuses with an elementwise producer on XLA:CPU (no overflow: the terms
+    are zeros); ``jnp.all(jnp.isfinite(x))`` materialises a boolean array and reduces it by a
+    cascade of windows, several times slower on a large leaf.
+    """
+    return jnp.isfinite(jnp.sum(leaf - leaf))
 
 
 def check_last_axis(x: Any, size: int, name: str, size_name: str | None = None) -> None:

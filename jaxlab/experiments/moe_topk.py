@@ -18,7 +18,16 @@ optimum ``K* ∈ [1, M]``. We measure both halves on a teacher-student task (the
 * **Fixed R**: analytic FLOPs per token ``cost(K) = c₀ + c₁K`` (``c₀ = 2dM`` router,
   ``c₁ = 4dh`` per active expert, :meth:`MixtureOfExperts.flops_per_token`), budget
   ``R = 500 · cost(M)`` per token, so ``T_K = round(R / cost(K))`` = 6500, 3611, 1912, 985, 500.
-  Dense masked execution makes CPU wall time independent of K, hence the analytic account.
+  The runs execute the layer's default dense-masked dispatch (all M experts on every token,
+  ``c₀ + c₁M`` FLOPs per token whatever K), so CPU wall time does not fall with K and the budget
+  is the analytic account. The layer's ``dispatch="sparse"`` (per-expert capacity buffers) executes
+  ``c₀ + c₁ · M·C/N`` with ``C = ceil(c·K·N/M)`` slots per expert, every slot computed
+  (:meth:`MixtureOfExperts.dispatch_flops_per_token`): about c times the analytic expert term.
+  At N = 256 tokens, M = 16 that is exactly ``cost(K)`` at c = 1 (C = 16K) and ``c₀ + 1.25·c₁K``
+  at Switch's c = 1.25, 1.20x to 1.25x ``cost(K)`` (K = 1 to 16; at K = 16 also 1.25x dense),
+  so the same R would buy ``T_K`` = 5417, 2955, 1548, 793, 401. The metrics' ``compute_axis``
+  reports these per K (FLOPs per token, ratio to ``cost(K)``, ``T_K``, next to dense-masked);
+  reported, not gating.
 
 Adam runs at a constant learning rate, so the loss after T steps of a longer run *is* the loss of a
 T-step run: one trajectory per (K, seed) is evaluated at every T of the grid and at ``T_K``.
@@ -91,6 +100,13 @@ MONOTONE_UP_TO_K = 4
 MIN_LOSS_RATIO_K1 = 1.3
 # Part 2: the interior argmin at fixed compute beats both ends by this many combined SEs.
 MIN_GAP_IN_SE = 1.0
+
+# The compute axis is also reported (not gating) with the FLOPs that the layer's sparse dispatch
+# executes: capacity buffers of C = ceil(c·K·N/M) slots per expert, every slot computed. 1.25 is
+# the Switch Transformer's training capacity factor (Fedus et al. 2022); 1.0 is the
+# tightest buffer that can hold perfectly balanced routing.
+SPARSE_CAPACITY_FACTOR = 1.25
+REPORTED_CAPACITY_FACTORS = (1.0, SPARSE_CAPACITY_FACTOR)
 
 # The note's reference check 1 (M = 16, c1 = 1): (a, b, c0) -> K* before and after clipping.
 NOTE_REFERENCE_OPTIMA = (
@@ -225,16 +241,29 @@ class _Problem(NamedTuple):
     eval_batch: tuple
     overhead_flops: int  # c0: forward FLOPs per token that do not scale with K
     flops_per_expert: int  # c1: forward FLOPs per token of one more active expert
+    # (top_k, capacity_factor, dispatch) -> an abstract MoE layer of the model (for its FLOPs)
+    moe_layer: Callable[[int, float | None, str], MixtureOfExperts]
+    moe_layers: int  # MoE layers per token's forward pass
+    tokens_per_batch: int  # N, tokens in one MoE call of a training step
     info: dict[str, Any]
 
 
-def _student(config: MoETopKConfig, top_k: int, key: jax.Array) -> MixtureOfExperts:
+def _student(
+    config: MoETopKConfig,
+    top_k: int,
+    key: jax.Array,
+    *,
+    capacity_factor: float | None = None,
+    dispatch: str = "dense",
+) -> MixtureOfExperts:
     return MixtureOfExperts(
         config.in_features,
         config.hidden_features,
         config.num_experts,
         top_k,
         gate=config.gate,
+        capacity_factor=capacity_factor,
+        dispatch=dispatch,
         router_init_std=config.student_router_std,
         rngs=nnx.Rngs(key),
     )
@@ -269,6 +298,18 @@ def _teacher_student_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
         for k in (1, 2)
     )
     c0, c1 = one - (two - one), two - one
+
+    def moe_layer(top_k, capacity_factor, dispatch):
+        return nnx.eval_shape(
+            lambda: _student(
+                config,
+                top_k,
+                jax.random.key(0),
+                capacity_factor=capacity_factor,
+                dispatch=dispatch,
+            )
+        )
+
     return _Problem(
         make_model=lambda top_k, key: _student(config, top_k, key),
         sample=sample,
@@ -276,6 +317,9 @@ def _teacher_student_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
         eval_batch=task.eval_batch,
         overhead_flops=c0,
         flops_per_expert=c1,
+        moe_layer=moe_layer,
+        moe_layers=1,
+        tokens_per_batch=config.batch_size,
         info={"task": "teacher_student", "loss": "eval squared error"},
     )
 
@@ -311,6 +355,22 @@ def _language_model_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
 
     gpt = gpt_config(1)
     c0, c1 = moe_transformer_flop_constants(gpt)  # attention, router and head in c0
+
+    def moe_layer(top_k, capacity_factor, dispatch):
+        # The FFN of every block (SimpleGPT builds it with these sizes and gate).
+        return nnx.eval_shape(
+            lambda: MixtureOfExperts(
+                gpt.d_model,
+                ffn_hidden_size(gpt),
+                config.num_experts,
+                top_k,
+                gate=config.gate,
+                capacity_factor=capacity_factor,
+                dispatch=dispatch,
+                rngs=nnx.Rngs(0),
+            )
+        )
+
     return _Problem(
         make_model=lambda top_k, key: SimpleGPT(gpt_config(top_k), rngs=nnx.Rngs(key)),
         sample=sample,
@@ -318,6 +378,9 @@ def _language_model_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
         eval_batch=eval_batch,
         overhead_flops=c0,
         flops_per_expert=c1,
+        moe_layer=moe_layer,
+        moe_layers=config.lm_layers,
+        tokens_per_batch=config.batch_size * config.lm_seq_len,  # [B, T] tokens per MoE call
         info={
             "task": "language_model",
             "loss": "eval cross-entropy (nats/byte)",
@@ -381,6 +444,52 @@ def _summary(values: np.ndarray) -> dict[str, Any]:
         "mean": float(np.mean(values)),
         "se": float(np.std(values, ddof=1) / math.sqrt(values.size)),
         "per_seed": values.tolist(),
+    }
+
+
+def _compute_axis(config: MoETopKConfig, problem: _Problem, budget: float) -> dict[str, Any]:
+    """Per K: the analytic ``cost(K)`` next to the forward FLOPs per token each dispatch executes.
+
+    Executed cost = the account's part outside the MoE layers (attention and head; 0 for the
+    teacher-student) + ``layers ·`` :meth:`MixtureOfExperts.dispatch_flops_per_token` at the
+    training batch's ``N`` tokens; ``steps`` is ``T_K = round(R / cost)`` under that account.
+    """
+    c0, c1 = problem.overhead_flops, problem.flops_per_expert
+    layers, num_tokens = problem.moe_layers, problem.tokens_per_batch
+
+    def account(flops, analytic):
+        return {
+            "flops_per_token": flops,
+            "ratio_to_analytic": flops / analytic,
+            "steps": max(1, round(budget / flops)),
+        }
+
+    by_top_k = {}
+    for top_k in config.top_k_grid:
+        analytic = c0 + c1 * top_k
+        entry: dict[str, Any] = {"analytic": account(analytic, analytic)}
+        for name, capacity_factor, dispatch in (
+            ("dense_masked", None, "dense"),
+            *((f"sparse_c{c}", c, "sparse") for c in REPORTED_CAPACITY_FACTORS),
+        ):
+            layer = problem.moe_layer(top_k, capacity_factor, dispatch)
+            outside = analytic - layers * layer.flops_per_token()
+            executed = outside + layers * layer.dispatch_flops_per_token(num_tokens)
+            entry[name] = account(executed, analytic)
+            if dispatch == "sparse":
+                capacity = layer.capacity(num_tokens)
+                entry[name]["capacity"] = capacity
+                entry[name]["experts_per_token"] = config.num_experts * capacity / num_tokens
+        by_top_k[top_k] = entry
+    return {
+        "tokens_per_batch": num_tokens,
+        "moe_layers": layers,
+        "budget_R": budget,
+        "capacity_factors": list(REPORTED_CAPACITY_FACTORS),
+        "by_top_k": by_top_k,
+        "note": "forward FLOPs per token; the runs execute dense_masked, the budget and the "
+        "verdict use analytic; sparse_c* is what dispatch='sparse' would execute (reported, "
+        "not gating)",
     }
 
 
@@ -575,6 +684,7 @@ def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result
     metrics = {
         "task": problem.info,
         "flops_per_token": {"overhead_c0": c0, "per_expert_c1": c1, "budget_R": budget},
+        "compute_axis": _compute_axis(config, problem, budget),
         "fixed_steps": fixed_steps,
         "fixed_compute": fixed_compute,
         "fixed_steps_verdict": verdict_t,

@@ -13,10 +13,12 @@ with ``p`` one of two gates:
 * ``"topk_softmax"``: ``p = softmax(s_𝒮)`` renormalised over ``𝒮``. At K = 1 the single gate is
   identically 1: the router gets **no task gradient** (only the balance loss trains it).
 
-The layer is computed densely with masking: every expert runs on every token through one
-``einsum`` over a stacked expert axis and the gates zero out the unselected ones, so shapes are
-static and the layer jits and vmaps; the *analytic* cost of sparse execution is
-:meth:`MixtureOfExperts.flops_per_token`.
+By default the layer is computed densely with masking: every expert runs on every token through
+one matmul over a stacked expert axis and the gates zero out the unselected ones, so shapes are
+static and the layer jits and vmaps; ``dispatch="sparse"`` uses per-expert capacity buffers
+instead. The *analytic* cost of ideal sparse execution is
+:meth:`MixtureOfExperts.flops_per_token`; the FLOPs that the configured dispatch really executes
+are :meth:`MixtureOfExperts.dispatch_flops_per_token`.
 
 References:
   Q. Zhu, Shi, Wei, Wang, Zhou, Zhang, "Rethinking Convergence in MoE Training: The Role of
@@ -368,8 +370,9 @@ class MixtureOfExperts(nnx.Module):
     (gather), runs one batched matmul per layer over ``[M, C, ·]`` and scatter-adds the gated
     outputs back: ``M·C ≈ c·K·N`` rows instead of ``M·N``, the FLOPs of
     :meth:`flops_per_token` (router ``2dM`` plus ``4dh`` per active expert) up to the capacity
-    slack. It needs ``capacity_factor`` (``C`` sets the buffers' shape) and returns the same
-    outputs and statistics as ``"dense"`` with the same capacity.
+    slack: about ``c`` times the expert term (:meth:`dispatch_flops_per_token` counts what either
+    dispatch executes). It needs ``capacity_factor`` (``C`` sets the buffers' shape) and returns
+    the same outputs and statistics as ``"dense"`` with the same capacity.
 
     Weights: router ``N(0, router_init_std²)``; ``W₁ᵉ ~ N(0, 1/d)``, ``W₂ᵉ ~ N(0, 1/h)``
     (``1/fan_in`` variance), stored stacked as ``[M, d, h]`` and ``[M, h, d]``.
@@ -471,6 +474,55 @@ class MixtureOfExperts(nnx.Module):
         """
         d, h = self.in_features, self.hidden_features
         return 2 * d * self.num_experts + self.top_k * 4 * d * h
+
+    def dispatch_flops_per_token(self, num_tokens: int) -> float:
+        """Forward FLOPs per token that the configured ``dispatch`` executes on ``N`` tokens.
+
+        :meth:`flops_per_token` is the ideal ``2dM + K · 4dh``; this counts the matmuls the layer
+        really runs on a batch of ``N`` tokens (``N`` = product of the input's leading axes)::
+
+            dense:   2dM + M · 4dh                  every expert on every token, then masked
+            sparse:  2dM + (M · C / N) · 4dh,       C = ceil(c · K · N / M) = capacity(N)
+
+        Sparse dispatch runs every one of the ``M · C`` buffer slots, empty or not, so it costs
+        ``M · C / N ≈ c · K`` experts per token rather than ``K``: ``c`` times the ideal expert
+        term, plus the ceiling's rounding (exactly ``K`` when ``c = 1`` and ``M`` divides
+        ``K · N``). Its buffers are not clipped at ``N`` slots, so for ``c · K > M`` it costs more
+        than dense. As in :meth:`flops_per_token`, gating, softmax, the activation, the gather and
+        the scatter-add are ignored (``O(M + d)`` per token against ``O(dh)``).
+
+        Args:
+          num_tokens: N, tokens per call (``>= 1``; only the sparse cost depends on it).
+
+        Returns:
+          FLOPs per token (a float: ``M · C / N`` need not be an integer).
+
+        Raises:
+          ValueError, TypeError: ``num_tokens`` is not a positive int.
+
+        Examples:
+          >>> from flax import nnx
+          >>> moe = MixtureOfExperts(8, 16, num_experts=4, top_k=2, rngs=nnx.Rngs(0))
+          >>> moe.dispatch_flops_per_token(20)            # 2*8*4 + 4 * 4*8*16, dense
+          2112.0
+          >>> sparse = MixtureOfExperts(8, 16, num_experts=4, top_k=2, capacity_factor=1.25,
+          ...                           dispatch="sparse", rngs=nnx.Rngs(0))
+          >>> sparse.capacity(20), sparse.dispatch_flops_per_token(20)  # 64 + 512 * 4*13/20
+          (13, 1395.2)
+          >>> sparse.flops_per_token()                    # the ideal: 64 + 512 * 2
+          1088
+
+        References:
+          Fedus, Zoph, Shazeer, "Switch Transformers", JMLR 2022 (capacity factor and the
+          compute it costs).
+        """
+        num_tokens = check_positive_int(num_tokens, "num_tokens")
+        d, h, m = self.in_features, self.hidden_features, self.num_experts
+        # Integer numerators, one division: the closed forms come out exactly rounded.
+        if self.dispatch == "sparse":
+            rows = m * self.capacity(num_tokens)
+            return (2 * d * m * num_tokens + rows * 4 * d * h) / num_tokens
+        return float(2 * d * m + m * 4 * d * h)
 
     def _dense_experts(self, tokens: jax.Array, combine: jax.Array) -> jax.Array:
         # All experts at once as one dense layer of width M·h over the stacked weights, and

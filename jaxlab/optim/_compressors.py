@@ -72,6 +72,10 @@ _THRESHOLD_SAMPLE_SIZE = 8192
 _THRESHOLD_OVERSAMPLE = 1.5
 # Counts of 0/1 summed in float32 are exact up to 2^24.
 _FLOAT_COUNT_MAX = 2**24
+# The fused threshold count reads sign(|v_j| - tau): exact (never a flushed-to-zero difference of
+# two distinct magnitudes) when tau is 0 or at least this; in between the exact count runs. The
+# difference of two distinct floats is subnormal only if both lie below about 2^-103 (float32).
+_FUSED_COUNT_MIN_THRESHOLD = 2.0**-100
 
 
 def _index_bits(dim: int) -> int:
@@ -268,6 +272,55 @@ class Compressor(abc.ABC):
             start += leaf.size
         return jax.tree.unflatten(treedef, out)
 
+    # -- the fused path error feedback takes (private) ------------------------------------------
+
+    def _tree_compress_fused(
+        self,
+        combine: Any,
+        negated: Any,
+        operands: tuple[Any, ...],
+        rng_key: jax.Array | None = None,
+    ) -> Any:
+        """:meth:`tree_compress` of ``v = combine(*operands)`` (leaf by leaf), read from operands.
+
+        The hook :func:`jaxlab.optim.error_feedback` and EF21 call (``combine`` is ``e + u`` or
+        ``g - e``); ``negated`` computes ``-v`` from the same operands as a different expression
+        (``e - g``, ``-u - e``). The result equals :meth:`tree_compress` of the combined tree;
+        what changes is the program: with ``scope="leaf"`` a compressor that needs a statistic
+        of ``v`` before selecting (a count, a norm) reduces over ``|negated(...)|``, so XLA does
+        not share one materialised ``v`` between the statistic and the select. On XLA:CPU every
+        materialised full-size temporary is a write to freshly allocated memory, the dominant
+        cost of these steps (see ``benchmarks/bench_error_feedback.py``).
+        """
+        if self.scope != "leaf":
+            return self.tree_compress(jax.tree.map(combine, *operands), rng_key)
+        if not self.deterministic and rng_key is None:
+            raise ValueError(f"rng_key is required by the random compressor {self!r}")
+        if rng_key is not None:
+            check_key(rng_key)
+        for tree in operands:
+            check_floating_tree(tree, "tree")
+        treedef = jax.tree.structure(operands[0])
+        out = []
+        leaves_by_operand = [jax.tree.leaves(tree) for tree in operands]
+        for i, leaves in enumerate(zip(*leaves_by_operand, strict=True)):
+            leaves = [jnp.asarray(leaf) for leaf in leaves]
+            shape = leaves[0].shape
+            if leaves[0].size == 0:
+                out.append(combine(*leaves))
+                continue
+            key = None if self.deterministic else jax.random.fold_in(rng_key, i)
+            flat = [leaf.reshape(-1) for leaf in leaves]
+            out.append(self._compress_fused(combine, negated, flat, key).reshape(shape))
+        return jax.tree.unflatten(treedef, out)
+
+    def _compress_fused(
+        self, combine: Any, negated: Any, operands: list[jax.Array], rng_key: jax.Array | None
+    ) -> jax.Array:
+        """One flat leaf of :meth:`_tree_compress_fused`; this default materialises ``v``."""
+        del negated
+        return self.compress(combine(*operands), rng_key)
+
     def _dims(self, tree: Any) -> list[int]:
         sizes = [int(np.prod(np.shape(leaf))) for leaf in jax.tree.leaves(tree)]
         if self.scope == "global":
@@ -406,6 +459,14 @@ class _ScaledSign(Compressor):
         v = _check_vector(v)
         acc = _accumulation_dtype(v.dtype)
         scale = (jnp.sum(jnp.abs(v), dtype=acc) / v.shape[0]).astype(v.dtype)
+        return scale * jnp.sign(v)
+
+    def _compress_fused(self, combine, negated, operands, rng_key):
+        # The l1 norm reduces over |-v|, read from the operands (see _tree_compress_fused).
+        v = combine(*operands)
+        acc = _accumulation_dtype(v.dtype)
+        l1 = jnp.sum(jnp.abs(negated(*operands)), dtype=acc)
+        scale = (l1 / v.shape[0]).astype(v.dtype)
         return scale * jnp.sign(v)
 
     def alpha(self, dim):
@@ -576,9 +637,7 @@ class _ThresholdTopK(Compressor):
             return _kth_largest(jnp.abs(v), self._nominal(dim))
         index = jax.random.randint(rng_key, (self.sample_size,), 0, dim)
         sample = jnp.abs(v.at[index].get(mode="promise_in_bounds"))
-        fraction = self._nominal(dim) / dim
-        rank = min(self.sample_size, max(1, math.ceil(round(fraction * self.sample_size, 6))))
-        return _kth_largest(sample, rank)
+        return _kth_largest(sample, self._rank(dim))
 
     def compress(self, v, rng_key=None):
         v = _check_vector(v)
@@ -590,6 +649,43 @@ class _ThresholdTopK(Compressor):
             # tau is the exact r-th largest magnitude, r >= k: at least k entries pass.
             return jnp.where(jnp.abs(v) >= tau, v, jnp.zeros((), v.dtype))
         return _keep_top_set(v, tau, k)
+
+    def _compress_fused(self, combine, negated, operands, rng_key):
+        dim = operands[0].shape[0]
+        if dim <= self.sample_size or dim > _FLOAT_COUNT_MAX:
+            return super()._compress_fused(combine, negated, operands, rng_key)
+        _check_random_key(rng_key, "threshold_top_k")
+        k = _k_from(self.k, self.ratio, dim)
+        # The sample gathers from the operands: the same coordinates as threshold(v).
+        index = jax.random.randint(rng_key, (self.sample_size,), 0, dim)
+        sample = combine(*[op.at[index].get(mode="promise_in_bounds") for op in operands])
+        tau = _kth_largest(jnp.abs(sample), self._rank(dim)).astype(sample.dtype)
+        # The count: s = sum_j sign(|v_j| - tau) = #{> tau} - #{< tau}, so (s + d)/2 =
+        # #{> tau} + #{= tau}/2 <= #{>= tau} and s + d >= 2k proves that the sampled threshold
+        # keeps at least k entries (a NaN entry makes s NaN: the exact count decides then).
+        # Signs sum exactly in float32 up to 2^24 entries. An arithmetic producer: on XLA:CPU a
+        # compare/select would be materialised as a full-size temporary before its sum.
+        work = _accumulation_dtype(sample.dtype)
+        magnitude = jnp.abs(negated(*operands)).astype(work)
+        s = jnp.sum(jnp.sign(magnitude - tau.astype(work)), dtype=work)
+        # tau = 0 keeps every entry (all |v_j| >= 0), whatever the count says.
+        proven = (s + dim >= 2 * k) & (tau >= _FUSED_COUNT_MIN_THRESHOLD)
+        fast = jnp.isfinite(s) & ((tau == 0) | proven)
+
+        def exact(*ops):  # _keep_top_set's threshold, recomputed from the operands
+            mag = jnp.abs(combine(*ops))
+            enough = _count_at_least(mag, tau) >= k
+            return jax.lax.cond(enough, lambda: tau, lambda: _kth_largest(mag, k))
+
+        t = jax.lax.cond(fast, lambda *ops: tau, exact, *operands)
+        v = combine(*operands)
+        keep = (v >= t) | (v <= -t)
+        return jnp.where(keep, v, jnp.zeros((), v.dtype))
+
+    def _rank(self, dim: int) -> int:
+        """The order statistic of the sample that :meth:`threshold` reads (``dim > s``)."""
+        fraction = self._nominal(dim) / dim
+        return min(self.sample_size, max(1, math.ceil(round(fraction * self.sample_size, 6))))
 
     def alpha(self, dim):
         return _k_from(self.k, self.ratio, dim) / dim
@@ -692,8 +788,15 @@ def top_k(k: int | None = None, *, ratio: float | None = None, scope: str = "lea
     Deterministic and contractive with ``alpha = k/d``:
     ``||C(v) - v||^2 = sum of the d - k smallest v_j^2 <= (1 - k/d) ||v||^2``, with equality when
     all ``|v_j|`` are equal. Ties go to the lower index (``jax.lax.top_k``), so ``C(-v) = -C(v)``.
-    Exact selection costs a partial sort; :func:`block_top_k` is a linear-time alternative.
     A message costs ``k (32 + ceil(log2 d))`` bits (values and indices).
+
+    Exact selection is a partial sort, not a linear pass: on XLA:CPU ``jax.lax.top_k`` lowers
+    to the ``TopK`` custom call over all ``d`` magnitudes (several ms for 2.5M entries) and the
+    kept values are scattered into a zero vector, both full-size temporaries
+    (``jax.lax.approx_max_k`` lowers to the same call after a partial reduction).
+    ``benchmarks/bench_error_feedback.py`` measures it against its memory-traffic floor. For
+    speed use the linear-time :func:`threshold_top_k` (the same ``k/d`` contraction, a sampled
+    threshold and one counting pass) or :func:`block_top_k`.
 
     Args:
       k: number of kept entries, an int in ``(0, d]`` (checked against each vector's size ``d``
@@ -950,6 +1053,14 @@ def threshold_top_k(
     2.5M-vector), ``4096, 1.5`` gives 0.12% (measured 0.05%), the defaults ``8192, 1.5`` give
     1.3e-5 and ``16384, 1.5`` 1e-9. Under ``jax.vmap`` the ``cond`` becomes a select and both
     branches run.
+
+    Inside :func:`jaxlab.optim.error_feedback` and :func:`jaxlab.optim.error_feedback_21`
+    (``scope="leaf"``, ``d > sample_size``) the compressed vector ``e + u`` or ``g - e`` is never
+    materialised: the sample gathers from the operands, one arithmetic reduction over them gives
+    ``s = #{|v_j| > tau} - #{|v_j| < tau}``, and ``(s + d)/2 <= m`` settles the common case
+    ``m >= k``; otherwise the exact count and fallback run, reading the operands. The message is
+    the same, bit for bit; a step costs about one extra read of the operands over the update
+    itself (``benchmarks/bench_error_feedback.py``).
 
     The same key samples the same coordinates for ``v`` and ``-v`` and ``|.|`` is symmetric, so
     ``C(-v) = -C(v)``. Messages have a data-dependent number ``m`` of entries (about

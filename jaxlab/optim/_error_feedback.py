@@ -24,6 +24,15 @@ as written: the compressor passes through unchanged and only ``learning_rate`` i
 does not inject it: an injected int is a weak-typed int32 that ``optax.MultiSteps`` (or a
 checkpoint restore) turns strong, costing a retrace.
 
+Speed: a step reads the worker's buffer and the gradient and writes the buffer, so it costs more
+memory traffic than ``optax.sgd`` (``benchmarks/bench_error_feedback.py`` reports every
+compressor against that floor). The compressed vector ``e + u`` (EF) or ``g - e`` (EF21) is
+never materialised: compressors that need a statistic of it first (the threshold's count,
+scaled sign's norm) read it from the buffer and the gradient in one reduction, which also
+yields the finiteness flag of ``nonfinite_count``. Exact :func:`jaxlab.optim.top_k` is a
+partial sort; prefer :func:`jaxlab.optim.threshold_top_k` for speed. For a small model with many
+leaves, ``scope="global"`` (one message for the whole tree) saves the per-leaf launches.
+
 Non-finite values: a NaN or infinite gradient enters the worker's buffer (EF's residual ``e_i``,
 EF21's estimate ``g_i``) and stays there, so every later message is NaN (or, with
 :func:`jaxlab.optim.threshold_top_k`, which never selects a NaN coordinate, finite while the
@@ -240,8 +249,12 @@ def scale_by_error_feedback(
         next_key, step_key = jax.random.split(jax.random.wrap_key_data(state.rng_key))
         worker_key = _worker_key(step_key, axis_name)
         # The sum is formed in the updates' dtype and the residual stored in the state's.
-        p = optax.tree.add(optax.tree.cast_like(state.error, updates), updates)
-        c = compressor.tree_compress(p, worker_key)
+        residual = optax.tree.cast_like(state.error, updates)
+        # c = C(p) for p = e + u, read from (e, u) so that p is never materialised.
+        c = compressor._tree_compress_fused(
+            lambda e, u: e + u, lambda e, u: -u - e, (residual, updates), worker_key
+        )
+        p = optax.tree.add(residual, updates)
         error = optax.tree.cast_like(optax.tree.sub(p, c), state.error)
         count = optax.safe_increment(state.count)
         bits = count.astype(jnp.float32) * jnp.float32(compressor.tree_bits(updates))
@@ -250,8 +263,10 @@ def scale_by_error_feedback(
             error=error,
             rng_key=jax.random.key_data(next_key),
             bits=bits,
-            # p = e + u is non-finite when the update or the residual is.
-            nonfinite_count=count_nonfinite(state.nonfinite_count, p),
+            # A non-finite entry of p = e + u (the update's or the residual's) leaves a
+            # non-finite entry in the new residual p - C(p) whatever C kept (inf - inf is NaN),
+            # so the new residual alone tells; reading u would materialise it.
+            nonfinite_count=count_nonfinite(state.nonfinite_count, error),
         )
         return _mean_over_workers(c, axis_name), new_state
 
@@ -399,8 +414,10 @@ def scale_by_error_feedback_21(
         next_key, step_key = jax.random.split(jax.random.wrap_key_data(state.rng_key))
         worker_key = _worker_key(step_key, axis_name)
         estimate = optax.tree.cast_like(state.estimate, updates)
-        difference = optax.tree.sub(updates, estimate)
-        correction = compressor.tree_compress(difference, worker_key)
+        # C(g - e) read from (g, e), the difference never materialised (see EF above).
+        correction = compressor._tree_compress_fused(
+            lambda g, e: g - e, lambda g, e: e - g, (updates, estimate), worker_key
+        )
         new_estimate = optax.tree.add(estimate, correction)
         count = optax.safe_increment(state.count)
         step_bits = jnp.float32(compressor.tree_bits(updates))
@@ -417,8 +434,8 @@ def scale_by_error_feedback_21(
             estimate=optax.tree.cast_like(new_estimate, state.estimate),
             rng_key=jax.random.key_data(next_key),
             bits=bits,
-            # grad - g is non-finite when the gradient or the estimate is.
-            nonfinite_count=count_nonfinite(state.nonfinite_count, difference),
+            # The gradient, or the estimate (a non-finite estimate stays so in its update).
+            nonfinite_count=count_nonfinite(state.nonfinite_count, (updates, new_estimate)),
         )
         return _mean_over_workers(new_estimate, axis_name), new_state
 

@@ -256,6 +256,8 @@ probes(
         ValueError,
         "sparse without capacity_factor",
     ),
+    raises("num_tokens", lambda: _moe().dispatch_flops_per_token(0)),
+    raises("num_tokens", lambda: _moe().dispatch_flops_per_token(2.5), TypeError),
 )
 probes(
     "jaxlab.nn.TopKRouter",

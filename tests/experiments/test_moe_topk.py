@@ -47,6 +47,30 @@ def test_smoke_profile_end_to_end(tmp_path):
     )
     assert steps[-1] == config.budget_steps_at_max_k
 
+    # The compute axis under the sparse dispatch's real FLOPs: C = ceil(c·K·N/M) slots per expert,
+    # all computed, so c₀ + c₁·M·C/N per token (smoke: c₀ = 64, c₁ = 256, N = 32, M = 4).
+    axis = metrics["compute_axis"]
+    c0, c1, budget = flops["overhead_c0"], flops["per_expert_c1"], flops["budget_R"]
+    m, n = config.num_experts, config.batch_size
+    assert axis["tokens_per_batch"] == n and axis["capacity_factors"] == [1.0, 1.25]
+    for k in config.top_k_grid:
+        entry = axis["by_top_k"][str(k)]
+        assert entry["analytic"]["flops_per_token"] == c0 + c1 * k
+        assert entry["analytic"]["steps"] == metrics["fixed_compute"][str(k)]["steps"]
+        assert entry["dense_masked"]["flops_per_token"] == c0 + c1 * m
+        for c in (1.0, 1.25):
+            sparse = entry[f"sparse_c{c}"]
+            capacity = math.ceil(c * k * n / m)
+            assert sparse["capacity"] == capacity
+            assert sparse["flops_per_token"] == pytest.approx(c0 + c1 * m * capacity / n)
+            assert sparse["ratio_to_analytic"] == pytest.approx(
+                sparse["flops_per_token"] / (c0 + c1 * k)
+            )
+            assert sparse["steps"] == round(budget / sparse["flops_per_token"])
+    # By hand: C = 10K at c = 1.25 is 1.25K experts per token; C = 8K at c = 1 is exactly K.
+    assert axis["by_top_k"]["1"]["sparse_c1.25"]["flops_per_token"] == 64 + 1.25 * 256
+    assert axis["by_top_k"]["2"]["sparse_c1.0"]["ratio_to_analytic"] == 1.0
+
     # Means and standard errors are those of the per-seed values.
     for entry in metrics["fixed_compute"].values():
         values = np.asarray(entry["per_seed"])
@@ -124,6 +148,15 @@ def test_language_model_task_runs_with_its_flop_account():
     assert metrics["flops_per_token"]["overhead_c0"] == 8192 + 1024 + 128 + 16384
     assert metrics["task"]["expert_hidden"] == 32
     assert metrics["flops_per_token"]["per_expert_c1"] == 4 * 32 * 32
+    # Sparse dispatch on N = 4·16 = 64 tokens: C = ceil(1.25·K·64/2) = 40K slots per expert,
+    # M·C/N = 1.25K experts per token in the one layer; attention, router and head as in c₀.
+    axis = metrics["compute_axis"]
+    assert axis["tokens_per_batch"] == 64 and axis["moe_layers"] == 1
+    for k in (1, 2):
+        sparse = axis["by_top_k"][k]["sparse_c1.25"]
+        assert sparse["capacity"] == 40 * k
+        assert sparse["flops_per_token"] == pytest.approx(25728 + 1.25 * k * 4096)
+        assert axis["by_top_k"][k]["dense_masked"]["flops_per_token"] == 25728 + 2 * 4096
     for entry in metrics["fixed_compute"].values():
         # Byte-level cross-entropy after a few steps: finite and below ln(256) + 0.5.
         assert all(math.isfinite(v) and 0 < v < math.log(256) + 0.5 for v in entry["per_seed"])

@@ -684,3 +684,89 @@ def test_tree_compress_checks_leaves_and_keys():
         optim.rand_k(1).tree_compress(jnp.ones(3), 0)
     with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
         optim.natural_compression().compress(jnp.ones(3), "key")
+
+
+# ------------------------------------------------------------------------------------------------
+# The fused path error feedback takes: C(combine(*operands)) without materialising the combination.
+
+FUSED = {
+    "top_k": optim.top_k(ratio=0.01),
+    "block_top_k": optim.block_top_k(1, 100),
+    "scaled_sign": optim.scaled_sign(),
+    "threshold": optim.threshold_top_k(ratio=0.01),
+    "threshold_global": optim.threshold_top_k(ratio=0.01, scope="global"),
+    "rand_k": optim.rand_k(ratio=0.01),
+    # The largest of 100 sampled magnitudes as the threshold, k = 50 of the 20,000-entry leaf:
+    # with the test's key the sample keeps fewer than k, the exact fallback of the fused path.
+    "threshold_fallback": optim.threshold_top_k(ratio=0.0025, sample_size=100, oversample=1.0),
+}
+# (combine, negated): v and -v from the operands, as EF21 (g - e) and EF (e + u) pass them.
+_COMBINES = {
+    "difference": (lambda g, e: g - e, lambda g, e: e - g),
+    "sum": (lambda e, u: e + u, lambda e, u: -u - e),
+}
+
+
+def _fused_operands(scale=1.0, poison=None):
+    """Two trees with a leaf above the sample size (20,000 entries) and a small one."""
+    keys = jax.random.split(jax.random.PRNGKey(7), 4)
+    a = {"w": jax.random.normal(keys[0], (100, 200)) * scale, "b": jax.random.normal(keys[1], (5,))}
+    b = {"w": 0.3 * jax.random.normal(keys[2], (100, 200)) * scale, "b": jnp.ones(5)}
+    if poison is not None:
+        a["w"] = a["w"].at[3, 4].set(poison)
+    return a, b
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _fused(compressor, combine_name, a, b, key):
+    return compressor._tree_compress_fused(*_COMBINES[combine_name], (a, b), key)
+
+
+def _assert_trees_equal(got, want):
+    for leaf_got, leaf_want in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_array_equal(np.asarray(leaf_got), np.asarray(leaf_want))
+
+
+@pytest.mark.parametrize("combine", sorted(_COMBINES))
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_fused_compress_equals_tree_compress_of_the_combination(name, combine):
+    # Key 18: the fallback case's sample keeps 14 of the 50 (checked below).
+    compressor, key = FUSED[name], jax.random.PRNGKey(18)
+    a, b = _fused_operands()
+    combined = jax.tree.map(_COMBINES[combine][0], a, b)
+    got = _fused(compressor, combine, a, b, key)
+    _assert_trees_equal(got, _call(compressor, combined, key))
+    if name == "threshold_fallback" and combine == "difference":  # the sample keeps too few
+        v = combined["w"].reshape(-1)
+        tau = compressor.threshold(v, jax.random.fold_in(key, 1))
+        assert int(jnp.sum(jnp.abs(v) >= tau)) < 50 <= int(jnp.sum(got["w"] != 0))
+
+
+@pytest.mark.parametrize("poison", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_fused_compress_with_nonfinite_entries_equals_tree_compress(name, poison):
+    # A NaN makes the fused count NaN (the exact count decides); an infinity is counted as a
+    # large entry. Either way the message is tree_compress's, NaNs in the same places.
+    compressor, key = FUSED[name], jax.random.PRNGKey(12)
+    a, b = _fused_operands(poison=poison)
+    got = _fused(compressor, "difference", a, b, key)
+    _assert_trees_equal(got, _call(compressor, jax.tree.map(lambda x, y: x - y, a, b), key))
+
+
+def test_fused_threshold_on_tiny_magnitudes_takes_the_exact_count():
+    # Magnitudes near 1e-36: differences of distinct values could flush to zero, so the fused
+    # sign count is not trusted there (tau below the guard) and the exact count decides.
+    compressor, key = FUSED["threshold"], jax.random.PRNGKey(13)
+    a, b = _fused_operands(scale=1e-36)
+    got = _fused(compressor, "difference", a, b, key)
+    _assert_trees_equal(got, _call(compressor, jax.tree.map(lambda x, y: x - y, a, b), key))
+    assert int(jnp.sum(got["w"] != 0)) >= 200  # k = 1% of 20,000
+
+
+def test_fused_threshold_with_a_zero_threshold_keeps_everything():
+    # g == e on most of the leaf: the sampled threshold is 0 and every entry passes (|v| >= 0).
+    compressor, key = FUSED["threshold"], jax.random.PRNGKey(14)
+    a, _ = _fused_operands()
+    b = {"w": a["w"].at[0, :5].add(1.0), "b": a["b"]}
+    got = _fused(compressor, "difference", a, b, key)
+    _assert_trees_equal(got, _call(compressor, jax.tree.map(lambda x, y: x - y, a, b), key))

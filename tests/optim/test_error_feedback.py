@@ -684,3 +684,48 @@ def test_an_unbound_axis_name_gets_a_clear_error(name):
 def test_bad_hyperparameters_get_clear_errors(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+@pytest.mark.parametrize("poison", [np.nan, np.inf])
+@pytest.mark.parametrize("name", sorted(_FACTORIES))
+@pytest.mark.parametrize(
+    "compressor",
+    [optim.threshold_top_k(ratio=0.01), optim.scaled_sign()],
+    ids=["threshold_top_k", "scaled_sign"],
+)
+def test_fused_path_counts_nonfinite_on_large_leaves_and_matches_the_recursion(
+    name, compressor, poison
+):
+    # A 20,000-entry leaf (above threshold_top_k's sample size): the compressed vector is read
+    # from the buffer and the gradient, never materialised; the steps must still follow the
+    # recursion written out with tree_compress, and a non-finite gradient entry must be counted.
+    dim = 20_000
+    tx = _FACTORIES[name](0.1, compressor)
+    target = jax.random.normal(jax.random.PRNGKey(5), (dim,))
+    params = jnp.zeros(dim)
+    state = tx.init(params)
+    x_ref, buffer = jnp.zeros(dim), jnp.zeros(dim)
+    key = jax.random.wrap_key_data(state[0].rng_key if name == "ef21" else state[1].rng_key)
+    update = jax.jit(tx.update)
+    for step in range(3):
+        grad = params - target
+        updates, state = update(grad, state, params)
+        params = optax.apply_updates(params, updates)
+        # The recursion, with the transform's keys.
+        key, step_key = jax.random.split(key)
+        grad_ref = x_ref - target
+        if name == "ef":
+            p = buffer - 0.1 * grad_ref
+            c = compressor.tree_compress(p, step_key)
+            buffer, x_ref = p - c, x_ref + c
+        else:
+            buffer = (
+                grad_ref
+                if step == 0
+                else buffer + compressor.tree_compress(grad_ref - buffer, step_key)
+            )
+            x_ref = x_ref - 0.1 * buffer
+        np.testing.assert_allclose(params, x_ref, rtol=1e-6, atol=1e-6)
+    assert int(_ef_state(state).nonfinite_count) == 0
+    updates, state = update((params - target).at[17].set(poison), state, params)
+    assert int(_ef_state(state).nonfinite_count) == 1
