@@ -23,6 +23,7 @@ from jaxlab.nn import (
     simplegpt_optimizer,
     simplegpt_schedule,
 )
+from jaxlab.nn._simplegpt import _Norm
 
 PLACEMENTS = ("simple", "pre", "pre_qk")
 # One tiny shape shared by the model tests (V = 256, d = 32, L = 2, 4 heads).
@@ -284,6 +285,63 @@ def test_pre_qk_normalizes_whole_q_vector(tiny_models):
     rms = tiny_models["pre_qk"].activation_rms(tokens)
     assert float(rms["layer0.attention.q"]) == pytest.approx(1.0, abs=1e-3)
     assert float(tiny_models["pre"].activation_rms(tokens)["layer0.attention.q"]) < 0.5
+
+
+def _frozen_norm_call(self, u):
+    """``_Norm.__call__`` before issue 24's speed-up, kept verbatim as the reference it must match.
+
+    It viewed every vector as ``(..., num_groups, d/num_groups)``, one group included.
+    """
+    shape = u.shape
+    compute = jnp.promote_types(u.dtype, jnp.float32)
+    z = jnp.reshape(u.astype(compute), (*shape[:-1], self.num_groups, -1))
+    if self.kind == "layer":
+        z = z - jnp.mean(z, axis=-1, keepdims=True)
+    ms = jnp.mean(z * z, axis=-1, keepdims=True)
+    z = jnp.reshape(z * jax.lax.rsqrt(ms + self.epsilon), shape).astype(u.dtype)
+    gain = jnp.reshape(self.scale[...].astype(u.dtype), (1,) * (u.ndim - 1) + (-1,))
+    return z * gain
+
+
+def _logits_loss_and_grads(graphdef, params, tokens, targets):
+    """Traced afresh on each call, so it uses whatever ``_Norm.__call__`` is in place."""
+    logits = jax.jit(lambda p: nnx.merge(graphdef, p)(tokens))(params)
+    loss, grads = jax.jit(
+        jax.value_and_grad(lambda p: language_model_loss(nnx.merge(graphdef, p), tokens, targets))
+    )(params)
+    return {"logits": logits, "loss": loss, "grads": grads}
+
+
+@pytest.mark.parametrize(
+    "placement, per_head", [("simple", False), ("pre", False), ("pre_qk", False), ("simple", True)]
+)
+def test_norm_matches_frozen_reference_in_value_and_gradient(monkeypatch, placement, per_head):
+    config = GPTConfig(**TINY, norm_placement=placement, qk_norm_per_head=per_head)
+    graphdef, params = nnx.split(SimpleGPT(config, rngs=nnx.Rngs(0)), nnx.Param)
+    # Gains away from 1, so a gain applied or differentiated differently would show.
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(params)
+    leaves = [
+        x * (1.0 + 0.3 * jax.random.normal(jax.random.key(i), x.shape))
+        if "scale" in jax.tree_util.keystr(path)
+        else x
+        for i, (path, x) in enumerate(leaves)
+    ]
+    params = jax.tree_util.tree_unflatten(treedef, leaves)
+    tokens = jax.random.randint(jax.random.key(20), (3, 16), 0, 256)
+    targets = jnp.roll(tokens, -1, axis=1)
+    current = _logits_loss_and_grads(graphdef, params, tokens, targets)
+    monkeypatch.setattr(_Norm, "__call__", _frozen_norm_call)
+    reference = _logits_loss_and_grads(graphdef, params, tokens, targets)
+    flat_current = jax.tree_util.tree_leaves_with_path(current)
+    flat_reference = jax.tree.leaves(reference)
+    assert len(flat_current) == len(flat_reference) == 2 + len(leaves)
+    for (path, got), want in zip(flat_current, flat_reference, strict=True):
+        want = np.asarray(want)
+        # Float32 rounding only: XLA may order the sums differently for the two layouts; any
+        # change in the maths (ε, the gain, mean vs sum) is orders of magnitude larger.
+        np.testing.assert_allclose(
+            got, want, rtol=1e-5, atol=1e-5 * np.max(np.abs(want)), err_msg=str(path)
+        )
 
 
 def test_rope_is_a_rotation_with_relative_phase():
