@@ -38,6 +38,14 @@ step's temporaries; with donation there is nothing to recycle and every temporar
 page-faults (per-thunk, exact top-k's ``|g - e|`` temporary took 21 ms donated vs 3 ms fresh
 in one profile). A case without temporaries is not slower donated.
 
+**EF (classic) on XLA:CPU** keeps two costs that no formulation inside the transform removes
+(optimized HLO): the message ``c = C(e + u)`` and the new residual ``e + u - c`` both read the old
+residual, XLA:CPU computes the parameter update and the residual in two fusions, and so copies the
+donated residual before overwriting it; and the scaled update ``u = -lr g`` arrives from
+``optax.scale_by_learning_rate`` as one value that several fusions read (the statistic's reduction
+among them), so it is materialised. EF21 reads the raw gradient and updates its estimate before the
+parameters, and has neither.
+
 **Exact top-k** stays a sort: ``lax.top_k`` lowers to XLA:CPU's ``TopK`` custom call
 (a partial sort of the 2.5M magnitudes, several ms per leaf) and the result is a scatter into a
 fresh zero vector; no linear-time formulation with the same output exists. The candidate

@@ -581,8 +581,11 @@ def check_traceable_int(
     return check_int(value, name, minimum=minimum, maximum=maximum)
 
 
-def count_nonfinite(counter: Any, tree: Any) -> jax.Array:
+def count_nonfinite(counter: Any, tree: Any, *, also: Any = True) -> jax.Array:
     """``counter + 1`` when any leaf of ``tree`` has a NaN or infinite entry, else ``counter``.
+
+    ``also`` is a bool the caller already knows (False: count this call as well, e.g. a NaN
+    met by a reduction the transform computes anyway).
 
     The status counter of rule 2 (traced values cannot be checked in Python): a transform keeps
     an int32 ``nonfinite_count`` in its state and advances it with this on every call, so a
@@ -598,9 +601,9 @@ def count_nonfinite(counter: Any, tree: Any) -> jax.Array:
     leaves = [jnp.asarray(leaf) for leaf in jax.tree.leaves(tree)]
     counter = jnp.asarray(counter)
     leaves = [leaf for leaf in leaves if jnp.issubdtype(leaf.dtype, jnp.inexact) and leaf.size]
-    if not leaves:
+    if not leaves and also is True:
         return counter
-    finite = jnp.all(jnp.stack([_leaf_finite(leaf) for leaf in leaves]))
+    finite = jnp.all(jnp.stack([jnp.asarray(also)] + [_leaf_finite(leaf) for leaf in leaves]))
     saturated = counter == jnp.iinfo(counter.dtype).max
     return jnp.where(finite | saturated, counter, counter + jnp.ones_like(counter))
 

@@ -280,7 +280,7 @@ class Compressor(abc.ABC):
         negated: Any,
         operands: tuple[Any, ...],
         rng_key: jax.Array | None = None,
-    ) -> Any:
+    ) -> tuple[Any, list[jax.Array | None]]:
         """:meth:`tree_compress` of ``v = combine(*operands)`` (leaf by leaf), read from operands.
 
         The hook :func:`jaxlab.optim.error_feedback` and EF21 call (``combine`` is ``e + u`` or
@@ -291,9 +291,17 @@ class Compressor(abc.ABC):
         not share one materialised ``v`` between the statistic and the select. On XLA:CPU every
         materialised full-size temporary is a write to freshly allocated memory, the dominant
         cost of these steps (see ``benchmarks/bench_error_feedback.py``).
+
+        Returns:
+          ``(compressed tree, flags)``: ``flags`` has one entry per leaf, a bool scalar that is
+          False when the compressor's statistic over the whole leaf met a NaN in ``v`` (error
+          feedback then need not read the operands again to find one), or None where no
+          statistic read every entry.
         """
+        leaves_by_operand = [jax.tree.leaves(tree) for tree in operands]
         if self.scope != "leaf":
-            return self.tree_compress(jax.tree.map(combine, *operands), rng_key)
+            combined = jax.tree.map(combine, *operands)
+            return self.tree_compress(combined, rng_key), [None] * len(leaves_by_operand[0])
         if not self.deterministic and rng_key is None:
             raise ValueError(f"rng_key is required by the random compressor {self!r}")
         if rng_key is not None:
@@ -301,25 +309,27 @@ class Compressor(abc.ABC):
         for tree in operands:
             check_floating_tree(tree, "tree")
         treedef = jax.tree.structure(operands[0])
-        out = []
-        leaves_by_operand = [jax.tree.leaves(tree) for tree in operands]
+        out, flags = [], []
         for i, leaves in enumerate(zip(*leaves_by_operand, strict=True)):
             leaves = [jnp.asarray(leaf) for leaf in leaves]
             shape = leaves[0].shape
             if leaves[0].size == 0:
                 out.append(combine(*leaves))
+                flags.append(None)
                 continue
             key = None if self.deterministic else jax.random.fold_in(rng_key, i)
             flat = [leaf.reshape(-1) for leaf in leaves]
-            out.append(self._compress_fused(combine, negated, flat, key).reshape(shape))
-        return jax.tree.unflatten(treedef, out)
+            compressed, flag = self._compress_fused(combine, negated, flat, key)
+            out.append(compressed.reshape(shape))
+            flags.append(flag)
+        return jax.tree.unflatten(treedef, out), flags
 
     def _compress_fused(
         self, combine: Any, negated: Any, operands: list[jax.Array], rng_key: jax.Array | None
-    ) -> jax.Array:
+    ) -> tuple[jax.Array, jax.Array | None]:
         """One flat leaf of :meth:`_tree_compress_fused`; this default materialises ``v``."""
         del negated
-        return self.compress(combine(*operands), rng_key)
+        return self.compress(combine(*operands), rng_key), None
 
     def _dims(self, tree: Any) -> list[int]:
         sizes = [int(np.prod(np.shape(leaf))) for leaf in jax.tree.leaves(tree)]
@@ -467,7 +477,7 @@ class _ScaledSign(Compressor):
         acc = _accumulation_dtype(v.dtype)
         l1 = jnp.sum(jnp.abs(negated(*operands)), dtype=acc)
         scale = (l1 / v.shape[0]).astype(v.dtype)
-        return scale * jnp.sign(v)
+        return scale * jnp.sign(v), ~jnp.isnan(l1)
 
     def alpha(self, dim):
         # ||v||_1^2 / (d ||v||^2) >= 1/d, with equality at a coordinate vector.
@@ -680,7 +690,7 @@ class _ThresholdTopK(Compressor):
         t = jax.lax.cond(fast, lambda *ops: tau, exact, *operands)
         v = combine(*operands)
         keep = (v >= t) | (v <= -t)
-        return jnp.where(keep, v, jnp.zeros((), v.dtype))
+        return jnp.where(keep, v, jnp.zeros((), v.dtype)), ~jnp.isnan(s)
 
     def _rank(self, dim: int) -> int:
         """The order statistic of the sample that :meth:`threshold` reads (``dim > s``)."""

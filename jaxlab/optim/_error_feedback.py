@@ -251,7 +251,7 @@ def scale_by_error_feedback(
         # The sum is formed in the updates' dtype and the residual stored in the state's.
         residual = optax.tree.cast_like(state.error, updates)
         # c = C(p) for p = e + u, read from (e, u) so that p is never materialised.
-        c = compressor._tree_compress_fused(
+        c, _ = compressor._tree_compress_fused(
             lambda e, u: e + u, lambda e, u: -u - e, (residual, updates), worker_key
         )
         p = optax.tree.add(residual, updates)
@@ -415,7 +415,7 @@ def scale_by_error_feedback_21(
         worker_key = _worker_key(step_key, axis_name)
         estimate = optax.tree.cast_like(state.estimate, updates)
         # C(g - e) read from (g, e), the difference never materialised (see EF above).
-        correction = compressor._tree_compress_fused(
+        correction, nan_free = compressor._tree_compress_fused(
             lambda g, e: g - e, lambda g, e: e - g, (updates, estimate), worker_key
         )
         new_estimate = optax.tree.add(estimate, correction)
@@ -434,12 +434,28 @@ def scale_by_error_feedback_21(
             estimate=optax.tree.cast_like(new_estimate, state.estimate),
             rng_key=jax.random.key_data(next_key),
             bits=bits,
-            # The gradient, or the estimate (a non-finite estimate stays so in its update).
-            nonfinite_count=count_nonfinite(state.nonfinite_count, (updates, new_estimate)),
+            nonfinite_count=_count_nonfinite_21(
+                state.nonfinite_count, updates, new_estimate, nan_free
+            ),
         )
         return _mean_over_workers(new_estimate, axis_name), new_state
 
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
+def _count_nonfinite_21(counter, updates, new_estimate, nan_free) -> jax.Array:
+    """EF21's counter: advanced when the gradient or the estimate held a non-finite entry.
+
+    A non-finite estimate stays so in its update (a kept NaN or ``inf - inf`` is NaN, an unkept
+    entry keeps its value), and so does an infinite gradient entry (``|g - e| = inf`` is always
+    kept), so the new estimate and the gradient's NaNs tell: where the compressor's statistic
+    read every entry of ``g - e`` and met no NaN (``nan_free``), the gradient is not read again.
+    """
+    leaves = jax.tree.leaves(updates)
+    needs_gradient = [g for g, flag in zip(leaves, nan_free, strict=True) if flag is None]
+    flags = [jnp.asarray(flag) for flag in nan_free if flag is not None]
+    known = jnp.all(jnp.stack(flags)) if flags else True
+    return count_nonfinite(counter, (needs_gradient, new_estimate), also=known)
 
 
 def error_feedback_21(

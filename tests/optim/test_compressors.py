@@ -719,7 +719,7 @@ def _fused_operands(scale=1.0, poison=None):
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def _fused(compressor, combine_name, a, b, key):
-    return compressor._tree_compress_fused(*_COMBINES[combine_name], (a, b), key)
+    return compressor._tree_compress_fused(*_COMBINES[combine_name], (a, b), key)[0]
 
 
 def _assert_trees_equal(got, want):
