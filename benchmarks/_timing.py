@@ -23,9 +23,9 @@ def interleaved_times(
 ) -> dict[str, list[float]]:
     """Wall-clock seconds of each zero-argument function, called in turn ``repeats`` times.
 
-    Round ``r`` calls every function once, in the mapping's order, each timed from the call to
-    the end of ``jax.block_until_ready`` on its output. ``warmup`` untimed rounds come first
-    (compilation, first-touch allocation).
+    Round ``r`` calls every function once, in the mapping's order rotated by ``r`` places, each
+    timed from the call to the end of ``jax.block_until_ready`` on its output. ``warmup``
+    untimed rounds come first (compilation, first-touch allocation).
 
     Args:
       fns: name -> zero-argument callable (e.g. a closure that runs one jitted step).
@@ -54,10 +54,14 @@ def interleaved_times(
         for fn in fns.values():
             jax.block_until_ready(fn())
     times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
+    names = list(fns)
+    for round_ in range(repeats):
+        # Each round starts one function later: the first call of a round runs after the last
+        # of the previous one (caches, allocator state), so no function always takes that seat.
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
             start = time.perf_counter()
-            jax.block_until_ready(fn())
+            jax.block_until_ready(fns[name]())
             times[name].append(time.perf_counter() - start)
     return times
 
