@@ -23,28 +23,32 @@ norm, a global top-k) reads g and e once more (R 5, W 2). Block top-k selects wi
 100 entries that fit in cache, so one streaming pass suffices (R 3, W 2). EF has the same counts
 with its residual in place of the estimate.
 
-**What XLA:CPU does** (jax 0.10, measured with ``jax.profiler`` per thunk): the elementwise
-passes that write in place run near the copy bandwidth; what costs is every full-size
-*temporary* (a materialised ``g - e``, a boolean mask, a scatter target): XLA allocates it
-afresh in every execution and the first write to that memory page-faults, at several times
-the cost of a read pass. Reductions run as YNNPACK fusions that fuse an arithmetic producer
-(sub, abs, sign) but not a compare or select, which is then materialised. So the compressors'
-statistics are written as arithmetic over the operands (``jaxlab.optim``'s fused path: the
-threshold's count as a sum of signs, scaled sign's l1 norm, the finiteness flag from the same
-sum), and the cond of the threshold's exact fallback reads the operands rather than ``g - e``.
-**Donated slower than fresh**, the issue's question: without donation the previous step's
-output buffers are freed and the allocator hands their already-touched pages to the next
-step's temporaries; with donation there is nothing to recycle and every temporary
-page-faults (per-thunk, exact top-k's ``|g - e|`` temporary took 21 ms donated vs 3 ms fresh
-in one profile). A case without temporaries is not slower donated.
+**What XLA:CPU does** (jax 0.10, measured with ``jax.profiler`` per thunk): the elementwise passes
+that write in place run near the copy bandwidth; what costs is every full-size *temporary* (a
+materialised ``g - e``, a boolean mask, a scatter target): XLA allocates it afresh in every
+execution and the first write to that memory page-faults, at several times the cost of a read pass.
+Reductions run as YNNPACK fusions that fuse an arithmetic producer (sub, abs, sign) but not a
+compare or select, which is then materialised, and they read at about a third of the copy
+bandwidth. So the threshold's count is a sum of signs (``jaxlab.optim``), and EF21 compresses ``g -
+e`` read from ``g`` and ``e`` (the count over ``|e - g|``, the select over ``g - e``, the exact
+fallback under a cond whose operands are ``g`` and ``e``), with no temporary at all; its
+``nonfinite_count`` reads the new estimate once more (the count's NaN flag stands in for the
+gradient).
 
-**EF (classic) on XLA:CPU** keeps two costs that no formulation inside the transform removes
-(optimized HLO): the message ``c = C(e + u)`` and the new residual ``e + u - c`` both read the old
-residual, XLA:CPU computes the parameter update and the residual in two fusions, and so copies the
-donated residual before overwriting it; and the scaled update ``u = -lr g`` arrives from
-``optax.scale_by_learning_rate`` as one value that several fusions read (the statistic's reduction
-among them), so it is materialised. EF21 reads the raw gradient and updates its estimate before the
-parameters, and has neither.
+**EF (classic)** keeps one temporary on purpose, ``p = e + u``: the message ``C(p)`` and the new
+residual ``p - C(p)`` both depend on the old residual and XLA:CPU computes the parameter update and
+the residual in two fusions; with ``p`` materialised the donated residual is overwritten in place,
+while reading ``(e, u)`` directly made XLA copy the residual first and materialise ``u = -lr g``
+anyway (scaled sign took 31 ms instead of 8).
+
+**Donated slower than fresh**, the issue's question: without donation the previous step's buffers
+are freed and the allocator can hand their already-touched pages to the next step's temporaries;
+with donation there is nothing to recycle and every temporary page-faults (per thunk, exact top-k's
+``|g - e|`` temporary took 21 ms donated against 3 ms fresh in one profile). A case without
+temporaries (EF21 with the threshold) is faster donated. Fresh outputs page-fault too when glibc
+returns freed memory to the system: with ``MALLOC_TRIM_THRESHOLD_``/``MALLOC_MMAP_THRESHOLD_``
+raised (an environment setting, not set here) EF21's fresh step fell from 23.6 to 14.0 ms in one
+measurement.
 
 **Exact top-k** stays a sort: ``lax.top_k`` lowers to XLA:CPU's ``TopK`` custom call
 (a partial sort of the 2.5M magnitudes, several ms per leaf) and the result is a scatter into a

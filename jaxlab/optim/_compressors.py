@@ -662,7 +662,7 @@ class _ThresholdTopK(Compressor):
 
     def _compress_fused(self, combine, negated, operands, rng_key):
         dim = operands[0].shape[0]
-        if dim <= self.sample_size or dim > _FLOAT_COUNT_MAX:
+        if dim <= self.sample_size:
             return super()._compress_fused(combine, negated, operands, rng_key)
         _check_random_key(rng_key, "threshold_top_k")
         k = _k_from(self.k, self.ratio, dim)
@@ -670,24 +670,12 @@ class _ThresholdTopK(Compressor):
         index = jax.random.randint(rng_key, (self.sample_size,), 0, dim)
         sample = combine(*[op.at[index].get(mode="promise_in_bounds") for op in operands])
         tau = _kth_largest(jnp.abs(sample), self._rank(dim)).astype(sample.dtype)
-        # The count: s = sum_j sign(|v_j| - tau) = #{> tau} - #{< tau}, so (s + d)/2 =
-        # #{> tau} + #{= tau}/2 <= #{>= tau} and s + d >= 2k proves that the sampled threshold
-        # keeps at least k entries (a NaN entry makes s NaN: the exact count decides then).
-        # Signs sum exactly in float32 up to 2^24 entries. An arithmetic producer: on XLA:CPU a
-        # compare/select would be materialised as a full-size temporary before its sum.
-        work = _accumulation_dtype(sample.dtype)
-        magnitude = jnp.abs(negated(*operands)).astype(work)
-        s = jnp.sum(jnp.sign(magnitude - tau.astype(work)), dtype=work)
-        # tau = 0 keeps every entry (all |v_j| >= 0), whatever the count says.
-        proven = (s + dim >= 2 * k) & (tau >= _FUSED_COUNT_MIN_THRESHOLD)
-        fast = jnp.isfinite(s) & ((tau == 0) | proven)
-
-        def exact(*ops):  # _keep_top_set's threshold, recomputed from the operands
-            mag = jnp.abs(combine(*ops))
-            enough = _count_at_least(mag, tau) >= k
-            return jax.lax.cond(enough, lambda: tau, lambda: _kth_largest(mag, k))
-
-        t = jax.lax.cond(fast, lambda *ops: tau, exact, *operands)
+        # The count over |-v| (a different expression from the select's v, see
+        # _tree_compress_fused); the exact count and fallback read the operands.
+        fast, s = _sign_count_proves(jnp.abs(negated(*operands)), tau, k)
+        t = jax.lax.cond(
+            fast, lambda *ops: tau, lambda *ops: _exact(combine(*ops), tau, k), *operands
+        )
         v = combine(*operands)
         keep = (v >= t) | (v <= -t)
         return jnp.where(keep, v, jnp.zeros((), v.dtype)), ~jnp.isnan(s)
@@ -743,19 +731,46 @@ def _kth_largest(magnitude: jax.Array, rank: int) -> jax.Array:
     return jax.lax.bitcast_convert_type(prefix, magnitude.dtype)
 
 
+def _sign_count_proves(magnitude: jax.Array, tau: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+    """Whether one arithmetic pass proves ``#{magnitude_j >= tau} >= k``, and the pass's sum.
+
+    ``s = sum_j sign(magnitude_j - tau) = #{> tau} - #{< tau}``, so ``(s + d)/2 = #{> tau} +
+    #{= tau}/2 <= #{>= tau}`` and ``s + d >= 2k`` proves the claim. Signs sum exactly in float32
+    up to 2^24 entries; a NaN entry makes ``s`` NaN (not proven). An arithmetic producer: on
+    XLA:CPU a compare/select would be materialised as a full-size temporary before its sum.
+    ``tau = 0`` always keeps every entry. Between 0 and ``_FUSED_COUNT_MIN_THRESHOLD`` the
+    difference of two distinct magnitudes could flush to zero, so nothing is proven there.
+    """
+    dim = magnitude.shape[0]
+    work = _accumulation_dtype(magnitude.dtype)
+    s = jnp.sum(jnp.sign(magnitude.astype(work) - tau.astype(work)), dtype=work)
+    if dim > _FLOAT_COUNT_MAX:  # the float32 sum is no longer exact
+        return jnp.asarray(False), s
+    proven = (s + dim >= 2 * k) & (tau >= _FUSED_COUNT_MIN_THRESHOLD)
+    return jnp.isfinite(s) & ((tau == 0) | proven), s
+
+
+def _exact(v: jax.Array, tau: jax.Array, k: int) -> jax.Array:
+    """``tau`` if ``#{|v_j| >= tau} >= k`` (counted exactly), else the exact k-th largest |v_j|."""
+    magnitude = jnp.abs(v)
+    enough = _count_at_least(magnitude, tau) >= k
+    return jax.lax.cond(enough, lambda: tau, lambda: _kth_largest(magnitude, k))
+
+
 def _keep_top_set(v: jax.Array, tau: jax.Array, k: int) -> jax.Array:
     """``v`` on ``{|v_i| >= tau}`` if that set has ``>= k`` entries, else on ``{|v_i| >= t}``.
 
     ``t`` is the exact ``k``-th largest ``|v_i|`` (:func:`_kth_largest` over the whole
     vector), computed under ``lax.cond`` only when the sampled threshold keeps too few entries;
     ``{|v_i| >= t}`` is ``lax.top_k``'s set when no other entry ties with the ``k``-th, and a
-    larger top-set otherwise. Only the scalar threshold crosses the ``cond``, so the final
-    select stays one elementwise pass fused with its consumers (an array result of the ``cond``
-    would be materialised).
+    larger top-set otherwise. The common case is settled by :func:`_sign_count_proves` (one
+    arithmetic pass); the exact count and the fallback run under the ``cond`` only when it
+    proves nothing. Only the scalar threshold crosses the ``cond``, so the final select stays
+    one elementwise pass fused with its consumers (an array result would be materialised).
     """
     tau = tau.astype(v.dtype)
-    enough = _count_at_least(jnp.abs(v), tau) >= k
-    t = jax.lax.cond(enough, lambda: tau, lambda: _kth_largest(jnp.abs(v), k))
+    proven, _ = _sign_count_proves(jnp.abs(v), tau, k)
+    t = jax.lax.cond(proven, lambda: tau, lambda: _exact(v, tau, k))
     # |v| >= t without an abs that XLA would share with the count and so materialise.
     keep = (v >= t) | (v <= -t)
     return jnp.where(keep, v, jnp.zeros((), v.dtype))

@@ -26,12 +26,13 @@ checkpoint restore) turns strong, costing a retrace.
 
 Speed: a step reads the worker's buffer and the gradient and writes the buffer, so it costs more
 memory traffic than ``optax.sgd`` (``benchmarks/bench_error_feedback.py`` reports every
-compressor against that floor). The compressed vector ``e + u`` (EF) or ``g - e`` (EF21) is
-never materialised: compressors that need a statistic of it first (the threshold's count,
-scaled sign's norm) read it from the buffer and the gradient in one reduction, which also
-yields the finiteness flag of ``nonfinite_count``. Exact :func:`jaxlab.optim.top_k` is a
-partial sort; prefer :func:`jaxlab.optim.threshold_top_k` for speed. For a small model with many
-leaves, ``scope="global"`` (one message for the whole tree) saves the per-leaf launches.
+compressor against that floor). EF21 never materialises ``g - e``: a compressor that needs a
+statistic first (the threshold's count, scaled sign's norm) reduces over ``|e - g|`` read from
+the buffer and the gradient; EF materialises ``p = e + u`` once, which lets the donated residual
+be overwritten in place. Exact :func:`jaxlab.optim.top_k` is a partial sort; prefer
+:func:`jaxlab.optim.threshold_top_k` for speed. For a small model with many leaves,
+``scope="global"`` (one message for the whole tree) saves the per-leaf launches. Donate the
+params and the state (``jax.jit(..., donate_argnums=...)``).
 
 Non-finite values: a NaN or infinite gradient enters the worker's buffer (EF's residual ``e_i``,
 EF21's estimate ``g_i``) and stays there, so every later message is NaN (or, with
@@ -250,11 +251,12 @@ def scale_by_error_feedback(
         worker_key = _worker_key(step_key, axis_name)
         # The sum is formed in the updates' dtype and the residual stored in the state's.
         residual = optax.tree.cast_like(state.error, updates)
-        # c = C(p) for p = e + u, read from (e, u) so that p is never materialised.
-        c, _ = compressor._tree_compress_fused(
-            lambda e, u: e + u, lambda e, u: -u - e, (residual, updates), worker_key
-        )
+        # p is materialised once, on purpose: the message and the new residual both depend on
+        # the old residual, and reading it from p lets XLA overwrite the donated residual in
+        # place (reading (e, u) directly, as EF21 does, makes XLA:CPU copy the residual first
+        # and materialise u anyway: slower, see benchmarks/bench_error_feedback.py).
         p = optax.tree.add(residual, updates)
+        c = compressor.tree_compress(p, worker_key)
         error = optax.tree.cast_like(optax.tree.sub(p, c), state.error)
         count = optax.safe_increment(state.count)
         bits = count.astype(jnp.float32) * jnp.float32(compressor.tree_bits(updates))
