@@ -241,29 +241,19 @@ class _Problem(NamedTuple):
     eval_batch: tuple
     overhead_flops: int  # c0: forward FLOPs per token that do not scale with K
     flops_per_expert: int  # c1: forward FLOPs per token of one more active expert
-    # (top_k, capacity_factor, dispatch) -> an abstract MoE layer of the model (for its FLOPs)
-    moe_layer: Callable[[int, float | None, str], MixtureOfExperts]
+    moe_features: tuple[int, int]  # (d, h) of every MoE layer of the model
     moe_layers: int  # MoE layers per token's forward pass
     tokens_per_batch: int  # N, tokens in one MoE call of a training step
     info: dict[str, Any]
 
 
-def _student(
-    config: MoETopKConfig,
-    top_k: int,
-    key: jax.Array,
-    *,
-    capacity_factor: float | None = None,
-    dispatch: str = "dense",
-) -> MixtureOfExperts:
+def _student(config: MoETopKConfig, top_k: int, key: jax.Array) -> MixtureOfExperts:
     return MixtureOfExperts(
         config.in_features,
         config.hidden_features,
         config.num_experts,
         top_k,
         gate=config.gate,
-        capacity_factor=capacity_factor,
-        dispatch=dispatch,
         router_init_std=config.student_router_std,
         rngs=nnx.Rngs(key),
     )
@@ -298,18 +288,6 @@ def _teacher_student_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
         for k in (1, 2)
     )
     c0, c1 = one - (two - one), two - one
-
-    def moe_layer(top_k, capacity_factor, dispatch):
-        return nnx.eval_shape(
-            lambda: _student(
-                config,
-                top_k,
-                jax.random.key(0),
-                capacity_factor=capacity_factor,
-                dispatch=dispatch,
-            )
-        )
-
     return _Problem(
         make_model=lambda top_k, key: _student(config, top_k, key),
         sample=sample,
@@ -317,7 +295,7 @@ def _teacher_student_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
         eval_batch=task.eval_batch,
         overhead_flops=c0,
         flops_per_expert=c1,
-        moe_layer=moe_layer,
+        moe_features=(config.in_features, config.hidden_features),
         moe_layers=1,
         tokens_per_batch=config.batch_size,
         info={"task": "teacher_student", "loss": "eval squared error"},
@@ -355,22 +333,6 @@ def _language_model_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
 
     gpt = gpt_config(1)
     c0, c1 = moe_transformer_flop_constants(gpt)  # attention, router and head in c0
-
-    def moe_layer(top_k, capacity_factor, dispatch):
-        # The FFN of every block (SimpleGPT builds it with these sizes and gate).
-        return nnx.eval_shape(
-            lambda: MixtureOfExperts(
-                gpt.d_model,
-                ffn_hidden_size(gpt),
-                config.num_experts,
-                top_k,
-                gate=config.gate,
-                capacity_factor=capacity_factor,
-                dispatch=dispatch,
-                rngs=nnx.Rngs(0),
-            )
-        )
-
     return _Problem(
         make_model=lambda top_k, key: SimpleGPT(gpt_config(top_k), rngs=nnx.Rngs(key)),
         sample=sample,
@@ -378,7 +340,7 @@ def _language_model_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
         eval_batch=eval_batch,
         overhead_flops=c0,
         flops_per_expert=c1,
-        moe_layer=moe_layer,
+        moe_features=(gpt.d_model, ffn_hidden_size(gpt)),  # every block's FFN
         moe_layers=config.lm_layers,
         tokens_per_batch=config.batch_size * config.lm_seq_len,  # [B, T] tokens per MoE call
         info={
@@ -472,7 +434,18 @@ def _compute_axis(config: MoETopKConfig, problem: _Problem, budget: float) -> di
             ("dense_masked", None, "dense"),
             *((f"sparse_c{c}", c, "sparse") for c in REPORTED_CAPACITY_FACTORS),
         ):
-            layer = problem.moe_layer(top_k, capacity_factor, dispatch)
+            # Abstract (shapes only): the FLOP account needs the sizes, not weights.
+            layer = nnx.eval_shape(
+                lambda: MixtureOfExperts(
+                    *problem.moe_features,
+                    config.num_experts,
+                    top_k,
+                    gate=config.gate,
+                    capacity_factor=capacity_factor,
+                    dispatch=dispatch,
+                    rngs=nnx.Rngs(0),
+                )
+            )
             outside = analytic - layers * layer.flops_per_token()
             executed = outside + layers * layer.dispatch_flops_per_token(num_tokens)
             entry[name] = account(executed, analytic)
