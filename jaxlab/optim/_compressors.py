@@ -235,10 +235,7 @@ class Compressor(abc.ABC):
           >>> int((out != 0).sum())
           1
         """
-        if not self.deterministic and rng_key is None:
-            raise ValueError(f"rng_key is required by the random compressor {self!r}")
-        if rng_key is not None:
-            check_key(rng_key)
+        self._check_tree_key(rng_key)
         check_floating_tree(tree, "tree")
         leaves, treedef = jax.tree.flatten(tree)
         if not leaves:
@@ -272,6 +269,13 @@ class Compressor(abc.ABC):
             start += leaf.size
         return jax.tree.unflatten(treedef, out)
 
+    def _check_tree_key(self, rng_key: Any) -> None:
+        """A random compressor needs a key; any key given must be a JAX PRNG key."""
+        if not self.deterministic and rng_key is None:
+            raise ValueError(f"rng_key is required by the random compressor {self!r}")
+        if rng_key is not None:
+            check_key(rng_key)
+
     # -- the fused path error feedback takes (private) ------------------------------------------
 
     def _tree_compress_fused(
@@ -302,10 +306,7 @@ class Compressor(abc.ABC):
         if self.scope != "leaf":
             combined = jax.tree.map(combine, *operands)
             return self.tree_compress(combined, rng_key), [None] * len(leaves_by_operand[0])
-        if not self.deterministic and rng_key is None:
-            raise ValueError(f"rng_key is required by the random compressor {self!r}")
-        if rng_key is not None:
-            check_key(rng_key)
+        self._check_tree_key(rng_key)
         for tree in operands:
             check_floating_tree(tree, "tree")
         treedef = jax.tree.structure(operands[0])
