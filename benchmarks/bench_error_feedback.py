@@ -82,11 +82,11 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 import optax
-from flax import nnx
 
+from benchmarks._models import LanguageModelStep
 from benchmarks._timing import compiled_and_compile_time, interleaved_times, median_times
 from jaxlab import optim
-from jaxlab.nn import GPTConfig, SimpleGPT, language_model_loss, sample_batch, stdlib_byte_corpus
+from jaxlab.nn import GPTConfig, sample_batch, stdlib_byte_corpus
 from jaxlab.optim._compressors import FLOAT_BITS, Compressor, _check_vector, _index_bits, _k_from
 
 __all__ = ["run"]
@@ -275,45 +275,19 @@ def _optimizer_rows(
     return rows
 
 
-class _TrainStep:
-    """One jitted, donated training step of a PreNorm SimpleGPT under ``tx`` (zero-arg callable)."""
-
-    def __init__(self, config: GPTConfig, tx: optax.GradientTransformation, batch):
-        model = SimpleGPT(config, rngs=nnx.Rngs(0))
-        graphdef, params = nnx.split(model, nnx.Param)
-
-        def step(params, opt_state, tokens, targets):
-            loss, grads = jax.value_and_grad(
-                lambda p: language_model_loss(nnx.merge(graphdef, p), tokens, targets)
-            )(params)
-            updates, opt_state = tx.update(grads, opt_state, params)
-            return optax.apply_updates(params, updates), opt_state, loss
-
-        self.params, self.opt_state = params, tx.init(params)
-        self.batch = batch
-        self.num_parameters = sum(x.size for x in jax.tree.leaves(params))
-        self.step, self.compile_time_s = compiled_and_compile_time(
-            jax.jit(step, donate_argnums=(0, 1)), self.params, self.opt_state, *batch
-        )
-
-    def __call__(self):
-        self.params, self.opt_state, loss = self.step(self.params, self.opt_state, *self.batch)
-        return loss
-
-
 def _training_rows(models: list[tuple[int, ...]], repeats: int, warmup: int) -> list[dict]:
     data = jnp.asarray(stdlib_byte_corpus(200_000))
     rows = []
     for d, layers, heads, seq, batch_size in models:
         config = GPTConfig(256, d, layers, heads, multiple_of=32, max_len=seq, norm_placement="pre")
         batch = sample_batch(jax.random.key(0), data, batch_size, seq)
-        fns = {"peer": _TrainStep(config, optax.adam(1e-3), batch)}
+        fns = {"peer": LanguageModelStep(config, optax.adam(1e-3), batch, donate=True)}
         for scope in _TRAINING_SCOPES:
             compressed = optax.chain(
                 optim.scale_by_error_feedback_21(optim.threshold_top_k(ratio=0.01, scope=scope)),
                 optax.adam(1e-3),
             )
-            fns[scope] = _TrainStep(config, compressed, batch)
+            fns[scope] = LanguageModelStep(config, compressed, batch, donate=True)
         times = median_times(interleaved_times(fns, repeats, warmup))
         for scope in _TRAINING_SCOPES:
             ratio = times[scope] / times["peer"]

@@ -42,18 +42,10 @@ import sys
 
 import jax
 import jax.numpy as jnp
-import optax
-from flax import nnx
 
-from benchmarks._timing import compiled_and_compile_time, interleaved_times, median_times
-from jaxlab.nn import (
-    GPTConfig,
-    SimpleGPT,
-    language_model_loss,
-    sample_batch,
-    simplegpt_optimizer,
-    stdlib_byte_corpus,
-)
+from benchmarks._models import LanguageModelStep
+from benchmarks._timing import interleaved_times, median_times
+from jaxlab.nn import GPTConfig, sample_batch, simplegpt_optimizer, stdlib_byte_corpus
 
 __all__ = ["run"]
 
@@ -74,35 +66,6 @@ _SIZES = {
         1,
     ),
 }
-
-
-class _TrainStep:
-    """One jitted training step of a placement, called ``steps`` times per timed call."""
-
-    def __init__(self, config: GPTConfig, tokens, targets, steps: int):
-        model = SimpleGPT(config, rngs=nnx.Rngs(0))
-        graphdef, params = nnx.split(model, nnx.Param)
-        tx = simplegpt_optimizer(1e-3)
-
-        def step(params, opt_state, tokens, targets):
-            loss, grads = jax.value_and_grad(
-                lambda p: language_model_loss(nnx.merge(graphdef, p), tokens, targets)
-            )(params)
-            updates, opt_state = tx.update(grads, opt_state, params)
-            return optax.apply_updates(params, updates), opt_state, loss
-
-        self.state = (params, tx.init(params))
-        self.batch = (tokens, targets)
-        self.steps = steps
-        self.step, self.compile_time_s = compiled_and_compile_time(
-            jax.jit(step), *self.state, *self.batch
-        )
-
-    def __call__(self):
-        params, opt_state = self.state
-        for _ in range(self.steps):
-            params, opt_state, loss = self.step(params, opt_state, *self.batch)
-        return loss
 
 
 def run(size: str = "default") -> dict:
@@ -134,7 +97,9 @@ def run(size: str = "default") -> dict:
             config = GPTConfig(
                 256, d, layers, heads, multiple_of=32, max_len=seq, norm_placement=placement
             )
-            fns[placement] = _TrainStep(config, tokens, targets, steps)
+            fns[placement] = LanguageModelStep(
+                config, simplegpt_optimizer(1e-3), (tokens, targets), steps=steps
+            )
         times = median_times(interleaved_times(fns, repeats, warmup))
         step, peer_step = times["simple"] / steps, times["pre"] / steps
         ratio = step / peer_step
