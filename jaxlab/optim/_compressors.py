@@ -72,10 +72,11 @@ _THRESHOLD_SAMPLE_SIZE = 8192
 _THRESHOLD_OVERSAMPLE = 1.5
 # Counts of 0/1 summed in float32 are exact up to 2^24.
 _FLOAT_COUNT_MAX = 2**24
-# The fused threshold count reads sign(|v_j| - tau): exact (never a flushed-to-zero difference of
-# two distinct magnitudes) when tau is 0 or at least this; in between the exact count runs. The
-# difference of two distinct floats is subnormal only if both lie below about 2^-103 (float32).
-_FUSED_COUNT_MIN_THRESHOLD = 2.0**-100
+# The threshold's sign count (_sign_count_proves) reads sign(|v_j| - tau): exact (never a
+# flushed-to-zero difference of two distinct magnitudes) when tau is 0 or at least this; in
+# between the exact count runs. The difference of two distinct floats is subnormal only if both
+# lie below about 2^-103 (float32).
+_SIGN_COUNT_MIN_THRESHOLD = 2.0**-100
 
 
 def _index_bits(dim: int) -> int:
@@ -739,7 +740,7 @@ def _sign_count_proves(magnitude: jax.Array, tau: jax.Array, k: int) -> tuple[ja
     #{= tau}/2 <= #{>= tau}`` and ``s + d >= 2k`` proves the claim. Signs sum exactly in float32
     up to 2^24 entries; a NaN entry makes ``s`` NaN (not proven). An arithmetic producer: on
     XLA:CPU a compare/select would be materialised as a full-size temporary before its sum.
-    ``tau = 0`` always keeps every entry. Between 0 and ``_FUSED_COUNT_MIN_THRESHOLD`` the
+    ``tau = 0`` always keeps every entry. Between 0 and ``_SIGN_COUNT_MIN_THRESHOLD`` the
     difference of two distinct magnitudes could flush to zero, so nothing is proven there.
     """
     dim = magnitude.shape[0]
@@ -747,7 +748,7 @@ def _sign_count_proves(magnitude: jax.Array, tau: jax.Array, k: int) -> tuple[ja
     s = jnp.sum(jnp.sign(magnitude.astype(work) - tau.astype(work)), dtype=work)
     if dim > _FLOAT_COUNT_MAX:  # the float32 sum is no longer exact
         return jnp.asarray(False), s
-    proven = (s + dim >= 2 * k) & (tau >= _FUSED_COUNT_MIN_THRESHOLD)
+    proven = (s + dim >= 2 * k) & (tau >= _SIGN_COUNT_MIN_THRESHOLD)
     return jnp.isfinite(s) & ((tau == 0) | proven), s
 
 
