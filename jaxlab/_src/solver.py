@@ -41,6 +41,7 @@ from jaxlab._src.validation import (
     check_int,
     check_nonnegative,
     check_tree_like,
+    tree_all_finite,
 )
 
 __all__ = [
@@ -101,16 +102,6 @@ class SolverStatus(enum.IntEnum):
 #: on it; ``SolverStatus`` does not name it yet. Defined here, below both, so ``jaxlab.nn`` can
 #: import it without importing ``jaxlab.solvers`` (which imports ``jaxlab.nn``).
 QP_PRIMAL_INFEASIBLE = 5
-
-
-def _tree_all_finite(tree: Any) -> jax.Array:
-    """Whether every floating leaf of ``tree`` is finite (integer and key leaves always are)."""
-    finite = jnp.asarray(True)
-    for leaf in jax.tree.leaves(tree):
-        dtype = getattr(leaf, "dtype", None)
-        if dtype is not None and jnp.issubdtype(dtype, jnp.inexact):
-            finite = finite & jnp.all(jnp.isfinite(leaf))
-    return finite
 
 
 class OptStep(NamedTuple):
@@ -329,7 +320,7 @@ class IterativeSolver:
     # -- shared --------------------------------------------------------------------------
     def _nonfinite(self, params, state) -> jax.Array:
         """Whether the iterate failed: a non-finite params leaf or a NaN error (overridable)."""
-        return jnp.isnan(jnp.asarray(state.error)) | ~_tree_all_finite(params)
+        return jnp.isnan(jnp.asarray(state.error)) | ~tree_all_finite(params)
 
     def _step_status(self, params, state) -> jax.Array:
         """The :class:`SolverStatus` code (int32) of the state an ``update`` returned."""

@@ -55,6 +55,7 @@ __all__ = [
     "check_tree_like",
     "concrete_float",
     "count_nonfinite",
+    "tree_all_finite",
     "nonfinite_count_init",
     "is_concrete",
 ]
@@ -598,14 +599,27 @@ def count_nonfinite(counter: Any, tree: Any, *, also: Any = True) -> jax.Array:
       >>> count_nonfinite(jnp.ones([], jnp.int32), {"w": jnp.ones(2)})
       Array(1, dtype=int32)
     """
-    leaves = [jnp.asarray(leaf) for leaf in jax.tree.leaves(tree)]
     counter = jnp.asarray(counter)
-    leaves = [leaf for leaf in leaves if jnp.issubdtype(leaf.dtype, jnp.inexact) and leaf.size]
-    if not leaves and also is True:
-        return counter
-    finite = jnp.all(jnp.stack([jnp.asarray(also)] + [_leaf_finite(leaf) for leaf in leaves]))
+    finite = tree_all_finite(tree) & jnp.asarray(also)
     saturated = counter == jnp.iinfo(counter.dtype).max
     return jnp.where(finite | saturated, counter, counter + jnp.ones_like(counter))
+
+
+def tree_all_finite(tree: Any) -> jax.Array:
+    """Whether every entry of every floating leaf of ``tree`` is finite (a bool scalar).
+
+    Integer, boolean and key leaves count as finite. One cheap sum per leaf (see
+    :func:`_leaf_finite`), the check :func:`count_nonfinite` and the solvers' status use.
+
+    Examples:
+      >>> tree_all_finite({"w": jnp.array([1.0, jnp.inf]), "n": jnp.arange(3)})
+      Array(False, dtype=bool)
+    """
+    leaves = [jnp.asarray(leaf) for leaf in jax.tree.leaves(tree)]
+    leaves = [leaf for leaf in leaves if jnp.issubdtype(leaf.dtype, jnp.inexact) and leaf.size]
+    if not leaves:
+        return jnp.asarray(True)
+    return jnp.all(jnp.stack([_leaf_finite(leaf) for leaf in leaves]))
 
 
 def _leaf_finite(leaf: jax.Array) -> jax.Array:

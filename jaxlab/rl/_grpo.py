@@ -28,6 +28,7 @@ from jaxlab._src.validation import (
     check_key,
     check_nonnegative,
     check_positive_int,
+    tree_all_finite,
 )
 
 __all__ = [
@@ -299,11 +300,6 @@ class GRPOInfo(NamedTuple):
     nonfinite: jax.Array
 
 
-def _all_finite(tree) -> jax.Array:
-    leaves = [jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(tree)]
-    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
-
-
 def grpo(
     sample_fn: Callable,
     log_prob_fn: Callable,
@@ -433,10 +429,10 @@ def grpo(
             params, opt_state, ok = carry
             (loss, info), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
             updates, opt_state = optimizer.update(grads, opt_state, params)
-            ok = ok & _all_finite(grads) & jnp.isfinite(loss)
+            ok = ok & tree_all_finite(grads) & jnp.isfinite(loss)
             return (optax.apply_updates(params, updates), opt_state, ok), (loss, info)
 
-        ok = _all_finite(rewards) & _all_finite(adv)
+        ok = tree_all_finite(rewards) & tree_all_finite(adv)
         (params, opt_state, ok), (losses, infos) = jax.lax.scan(
             epoch, (state.params, state.opt_state, ok), None, num_epochs
         )
