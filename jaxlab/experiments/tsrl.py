@@ -237,7 +237,7 @@ def _tabular_program(config: TSRLConfig):
             "quality": curve[-1],
             "win_rate": hidden_quality_win_rate(probs, uniform, bandit.quality),
             "noise_variance": jnp.mean(jnp.var(redraws, axis=0)),
-            "nonfinite_steps": state.nonfinite_count,
+            "nonfinite_steps": state.skipped_count,
         }
 
     over_seeds = jax.vmap(one, in_axes=(0, None, None, None, None, None, None, 0))
@@ -308,7 +308,7 @@ def _sequence_program(config: TSRLConfig, sample_fn, log_prob_fn, task_shape):
         prompts = jnp.repeat(jnp.arange(p), config.seq_eval_samples)
         samples = sample_fn(state.params, eval_key, prompts, None)
         quality, win = task.evaluate(samples.reshape(p, config.seq_eval_samples, length))
-        return quality, win, state.nonfinite_count
+        return quality, win, state.skipped_count
 
     over_arms = jax.vmap(one, in_axes=(None, None, 0, None, None, None))
     return jax.jit(jax.vmap(over_arms, in_axes=(0, 0, None, None, None, None)))

@@ -193,7 +193,7 @@ def _program(config: UCPOConfig):
         return (
             policy.probabilities(state.params),
             curve[:: config.record_every],
-            state.nonfinite_count,
+            state.skipped_count,
         )
 
     over_seeds = jax.vmap(one, in_axes=(0, None, None, None, None, None, None, None))

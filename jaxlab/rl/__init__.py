@@ -2,11 +2,13 @@
 
 * The core (:func:`grpo`): group sampling under any generation order, group-relative advantages
   (:func:`group_advantages`: z-score, rank, centred), the clipped surrogate with a KL to a
-  reference policy (:func:`grpo_policy_loss`), all traceable, in blackjax's ``(init, step)``
-  shape; it takes any discrete sequence policy (``sample_fn``, ``log_prob_fn``), any reward
-  function and any order. :class:`AutoregressivePolicy` is a small any-order autoregressive
-  flax.nnx policy (:func:`sample_sequences`, :func:`sequence_log_probs`, :func:`split_policy`,
-  :func:`random_orders`, :func:`identity_orders`).
+  reference policy (:func:`grpo_policy_loss`, token or sequence aggregation), all traceable,
+  in blackjax's ``(init, step)`` shape (:class:`PolicyOptimizer`; skipped updates counted by
+  cause in :class:`GRPOSkips`); it takes any discrete sequence policy (``sample_fn``,
+  ``log_prob_fn``), any reward function and any order. :class:`AutoregressivePolicy` is a
+  small any-order autoregressive flax.nnx policy (:func:`sample_sequences`,
+  :func:`sequence_log_probs`, :func:`split_policy`, :func:`random_orders`,
+  :func:`identity_orders`).
 * TSRL (Juneja et al., ICML 2026): :func:`win_rate_reward` against fixed anchors
   (:func:`select_anchors`) under any pairwise judge, the baselines :func:`pointwise_reward`,
   :func:`single_pairwise_reward` and :func:`round_robin_reward`, and the synthetic judges
@@ -16,7 +18,7 @@
   decoupling, the dynamic uncertainty gain :func:`dynamic_uncertainty_gain`, non-ternary
   filtering), the GRPO-UC baseline :func:`ternary_rewards`, and :func:`answer_metrics`
   (accuracy, PAQ, F1, uncertainty ratio) over labels :data:`RIGHT`, :data:`WRONG`,
-  :data:`UNCERTAIN`.
+  :data:`UNCERTAIN` (:data:`INVALID` marks a traced out-of-range action).
 * Order-invariant EDA (Goudet et al., ICML 2026, arXiv 2510.01824): :func:`oi_eda`, an
   any-order autoregressive model (:class:`AnyOrderLogistic`, :class:`AnyOrderMLP`;
   :func:`sample_any_order`, :func:`log_prob_any_order`, :func:`order_masks`) trained by
@@ -41,7 +43,16 @@ from jaxlab.rl._black_box import (
     run_optimizer,
 )
 from jaxlab.rl._eda_baselines import genetic_algorithm, one_plus_one_ea, pbil, umda
-from jaxlab.rl._grpo import GRPOInfo, GRPOState, LossInfo, group_advantages, grpo, grpo_policy_loss
+from jaxlab.rl._grpo import (
+    GRPOInfo,
+    GRPOSkips,
+    GRPOState,
+    LossInfo,
+    PolicyOptimizer,
+    group_advantages,
+    grpo,
+    grpo_policy_loss,
+)
 from jaxlab.rl._order_invariant_eda import (
     AnyOrderLogistic,
     AnyOrderMLP,
@@ -94,6 +105,7 @@ from jaxlab.rl._tsrl import (
     win_rate_reward,
 )
 from jaxlab.rl._ucpo import (
+    INVALID,
     RIGHT,
     UNCERTAIN,
     WRONG,
@@ -107,8 +119,10 @@ __all__ = [
     # the GRPO core
     "AutoregressivePolicy",
     "GRPOInfo",
+    "GRPOSkips",
     "GRPOState",
     "LossInfo",
+    "PolicyOptimizer",
     "group_advantages",
     "grpo",
     "grpo_policy_loss",
@@ -127,6 +141,7 @@ __all__ = [
     "synthetic_rubric_judge",
     "win_rate_reward",
     # UCPO
+    "INVALID",
     "RIGHT",
     "UNCERTAIN",
     "WRONG",

@@ -1,9 +1,10 @@
 """Group-relative policy optimisation (GRPO) over sampled discrete sequences.
 
 The shared core of :mod:`jaxlab.rl`: group-relative advantages (z-score and rank), the clipped
-surrogate with a KL penalty to a reference policy, and the :func:`grpo` update in blackjax's
-``(init, step)`` shape (any discrete sequence policy, any reward function, any generation order;
-the small any-order nnx policy :class:`jaxlab.rl.AutoregressivePolicy` lives in ``_policy.py``).
+surrogate with a KL penalty to a reference policy (token or sequence aggregation), and the
+:func:`grpo` update in blackjax's ``(init, step)`` shape (a :class:`PolicyOptimizer`: any
+discrete sequence policy, any reward function, any generation order; the small any-order nnx
+policy :class:`jaxlab.rl.AutoregressivePolicy` lives in ``_policy.py``).
 
 References:
   Z. Shao et al., *DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language
@@ -24,17 +25,21 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_indices,
     check_int,
     check_key,
     check_nonnegative,
     check_positive_int,
+    concrete_float,
     tree_all_finite,
 )
 
 __all__ = [
     "GRPOInfo",
+    "GRPOSkips",
     "GRPOState",
     "LossInfo",
+    "PolicyOptimizer",
     "group_advantages",
     "grpo",
     "grpo_policy_loss",
@@ -117,12 +122,45 @@ def group_advantages(
     return centred / (std + epsilon)
 
 
+AGGREGATIONS = ("token", "sequence")
+
+# |d| below this: the k3 estimator e^d - d - 1 by its Taylor series to d^6 (truncation under
+# 1e-8 relative at the edge), where expm1(d) - d would cancel; above it expm1(d) - d is accurate
+# to a few ulps (the relative error is about eps |d| / (d^2 / 2)).
+_K3_SERIES_LIMIT = 0.1
+
+
+def _k3(d: jax.Array) -> jax.Array:
+    """``e^d - d - 1`` without cancellation near 0 (``+inf`` when ``e^d`` leaves the dtype)."""
+    small = jnp.abs(d) < _K3_SERIES_LIMIT
+    s = jnp.where(small, d, 0.0)  # safe operand: the unused branch gets no inf/NaN gradient
+    series = s * s * (0.5 + s * (1 / 6 + s * (1 / 24 + s * (1 / 120 + s / 720))))
+    b = jnp.where(small, 1.0, d)
+    return jnp.where(small, series, jnp.expm1(b) - b)
+
+
+def _log_k3(d: jax.Array) -> jax.Array:
+    """``log(e^d - d - 1)``, finite for every finite ``d != 0`` (``-inf`` at 0), in any dtype.
+
+    For ``d > 1``: ``d + log1p(-(1 + d) e^{-d})`` (no ``e^d`` formed); otherwise the log of
+    :func:`_k3`, whose value lies in ``(0, e - 2]`` there, or grows like ``-d`` for ``d < -1``.
+    """
+    large = d > 1.0
+    big = jnp.where(large, d, 2.0)
+    log_large = big + jnp.log1p(-(1.0 + big) * jnp.exp(-big))
+    rest = jnp.where(large, 0.5, d)
+    return jnp.where(large, log_large, jnp.log(_k3(rest)))
+
+
 class LossInfo(NamedTuple):
-    """Diagnostics of :func:`grpo_policy_loss` (means over the unmasked tokens).
+    """Diagnostics of :func:`grpo_policy_loss` (aggregated like the loss).
 
     Attributes:
       surrogate: the clipped surrogate ``mean min(ρÂ, clip(ρ)Â)`` (maximised).
-      kl: the KL estimate to the reference policy (0 without ``logp_ref``).
+      kl: the KL estimate to the reference policy, ``exp(log_kl)`` (0 without ``logp_ref``;
+        ``+inf`` only when the estimate itself exceeds the dtype's range).
+      log_kl: its logarithm, computed in log space: finite for all finite log-probabilities
+        (``-inf`` when the policies agree on every token or without ``logp_ref``).
       clip_fraction: fraction of tokens whose ratio lies outside ``[1 - ε_c, 1 + ε_c]``.
       ratio_mean: mean ratio ``ρ``.
       nonfinite_count: number of non-finite inputs (log-probs or advantages).
@@ -135,9 +173,21 @@ class LossInfo(NamedTuple):
 
     surrogate: jax.Array
     kl: jax.Array
+    log_kl: jax.Array
     clip_fraction: jax.Array
     ratio_mean: jax.Array
     nonfinite_count: jax.Array
+
+
+def _check_aggregation(aggregation: Any) -> str:
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+    return aggregation
+
+
+def _kl_is_off(kl_coef: Any) -> bool:
+    """Whether ``kl_coef`` is a concrete 0 (then no reference log-probs are computed at all)."""
+    return concrete_float(kl_coef, "kl_coef") == 0.0
 
 
 def grpo_policy_loss(
@@ -149,15 +199,29 @@ def grpo_policy_loss(
     clip_epsilon: ArrayLike = 0.2,
     kl_coef: ArrayLike = 0.0,
     logp_ref: ArrayLike | None = None,
+    aggregation: str = "token",
 ) -> tuple[jax.Array, LossInfo]:
     """GRPO's clipped surrogate loss with a KL penalty to a reference policy.
 
-    With the token ratio ``ρ_{i,t} = exp(log π_θ(o_{i,t}) - log π_old(o_{i,t}))`` and the
-    outcome advantage ``Â_i`` broadcast to every token of response ``i``:
+    With the token ratio ``ρ_{i,t} = exp(log π_θ(o_{i,t}) - log π_old(o_{i,t}))``, the outcome
+    advantage ``Â_i`` broadcast to every token of response ``i`` and the per-token objective
+    ``ℓ_{i,t} = min(ρ_{i,t} Â_i, clip(ρ_{i,t}, 1 - ε_c, 1 + ε_c) Â_i) - β_KL k3_{i,t}``, where
+    ``k3 = e^{d} - d - 1``, ``d = log π_ref - log π_θ`` (the unbiased, non-negative "k3" KL
+    estimator of DeepSeekMath eq. (4)), the loss is ``L = -agg(ℓ)`` over the mask ``m``:
 
-    ``L = -(1/Σ m) Σ_{i,t} m_{i,t} min(ρ_{i,t} Â_i, clip(ρ_{i,t}, 1 - ε_c, 1 + ε_c) Â_i)
-    + β_KL KL``, ``KL = (1/Σ m) Σ m (e^{d} - d - 1)``, ``d = log π_ref - log π_θ`` (the
-    unbiased, non-negative "k3" estimator of DeepSeekMath).
+    * ``aggregation="token"`` (the default): ``agg(ℓ) = Σ_{i,t} m ℓ / Σ_{i,t} m``, every valid
+      token weighs the same. This is the default because it is what jaxlab's experiments were
+      calibrated with and because the per-sequence mean gives each token of a short response
+      more weight than one of a long response (the length bias Dr. GRPO and DAPO remove).
+    * ``aggregation="sequence"``: DeepSeekMath's eq. (3),
+      ``agg(ℓ) = (1/N) Σ_i (1/|o_i|) Σ_t m ℓ`` with ``|o_i| = Σ_t m_{i,t}``, over the ``N``
+      responses with at least one valid token.
+
+    With one log-prob per response (no token axis) the two coincide. The KL estimate is formed
+    in log space (``log k3`` per token, then a weighted log-sum-exp), so ``LossInfo.log_kl`` is
+    finite for any finite log-probabilities; the loss's KL term is its exponential, which is
+    ``+inf`` exactly when the estimate exceeds the dtype's range (``e^{88.7}`` in float32). A
+    concrete ``kl_coef`` of 0 leaves the KL term out of the loss altogether (no ``0 · inf``).
 
     Args:
       logp_new: log-probs under the policy being optimised, shape ``advantages.shape`` (one per
@@ -168,6 +232,7 @@ def grpo_policy_loss(
       clip_epsilon: ``ε_c >= 0`` (traceable).
       kl_coef: ``β_KL >= 0`` (traceable).
       logp_ref: reference log-probs like ``logp_new``; ``None``: no KL term.
+      aggregation: ``"token"`` or ``"sequence"`` (above).
 
     Returns:
       ``(loss, LossInfo)``.
@@ -178,9 +243,14 @@ def grpo_policy_loss(
       >>> loss, info = grpo_policy_loss(logp_old + jnp.log(1.5), logp_old, adv)
       >>> round(float(loss), 4), float(info.clip_fraction)  # (-1.2 + 1.5)/2: ratio 1.5 clipped
       (0.15, 1.0)
+      >>> _, info = grpo_policy_loss(jnp.full(1, -400.0), jnp.full(1, -400.0), jnp.ones(1),
+      ...                            kl_coef=0.1, logp_ref=jnp.full(1, -100.0))
+      >>> round(float(info.log_kl), 2)  # log(e^300 - 301): no overflow in float32
+      300.0
 
     References:
-      Z. Shao et al., DeepSeekMath (GRPO), arXiv 2402.03300, eq. (3)-(4).
+      Z. Shao et al., DeepSeekMath (GRPO), arXiv 2402.03300, eq. (3)-(4); Z. Liu et al.,
+      *Understanding R1-Zero-Like Training* (Dr. GRPO), arXiv 2503.20783, on the length bias.
     """
     adv = check_array(advantages, "advantages", kind="real")
     new = check_array(logp_new, "logp_new", kind="floating")
@@ -196,6 +266,7 @@ def grpo_policy_loss(
         )
     check_nonnegative(clip_epsilon, "clip_epsilon")
     check_nonnegative(kl_coef, "kl_coef")
+    _check_aggregation(aggregation)
     if token_mask is None:
         mask = jnp.ones(new.shape, new.dtype)
     else:
@@ -204,31 +275,44 @@ def grpo_policy_loss(
         if mask.shape != new.shape:
             raise ValueError(f"token_mask must have logp_new's shape {new.shape}, got {mask.shape}")
         mask = mask.astype(new.dtype)
-    if new.ndim > adv.ndim:
+    per_token_axis = new.ndim > adv.ndim
+    if per_token_axis:
         adv = adv[..., None]
     adv = jnp.broadcast_to(adv, new.shape).astype(new.dtype)
+    # Weights w with Σ w = 1 that turn a per-token quantity into the chosen mean.
+    if aggregation == "sequence" and per_token_axis:
+        lengths = jnp.sum(mask, axis=-1, keepdims=True)
+        nonempty = jnp.maximum(jnp.sum(lengths > 0), 1).astype(new.dtype)
+        weights = mask / jnp.maximum(lengths, 1.0) / nonempty
+    else:
+        weights = mask / jnp.maximum(jnp.sum(mask), 1.0)
+    mean = lambda v: jnp.sum(v * weights)  # noqa: E731
     ratio = jnp.exp(new - jax.lax.stop_gradient(old))
     clipped = jnp.clip(ratio, 1.0 - clip_epsilon, 1.0 + clip_epsilon)
-    per_token = jnp.minimum(ratio * adv, clipped * adv)
-    count = jnp.maximum(jnp.sum(mask), 1.0)
-    mean = lambda v: jnp.sum(v * mask) / count  # noqa: E731
+    surrogate = mean(jnp.minimum(ratio * adv, clipped * adv))
+    loss = -surrogate
     if logp_ref is None:
         kl = jnp.zeros((), new.dtype)
+        log_kl = jnp.full((), -jnp.inf, new.dtype)
         inputs = (new, old, adv)
     else:
         ref = check_array(logp_ref, "logp_ref", kind="floating")
         if ref.shape != new.shape:
             raise ValueError(f"logp_ref must have logp_new's shape {new.shape}, got {ref.shape}")
-        d = jax.lax.stop_gradient(ref) - new
-        kl = mean(jnp.exp(d) - d - 1.0)
+        d = jax.lax.stop_gradient(ref).astype(new.dtype) - new
+        used = weights > 0
+        log_terms = jnp.where(used, _log_k3(d) + jnp.log(jnp.where(used, weights, 1.0)), -jnp.inf)
+        log_kl = jax.lax.stop_gradient(jax.nn.logsumexp(log_terms))
+        kl = jnp.exp(log_kl)
+        if not _kl_is_off(kl_coef):
+            loss = loss + kl_coef * mean(_k3(d))
         inputs = (new, old, adv, ref)
-    surrogate = mean(per_token)
-    loss = -surrogate + kl_coef * kl
     outside = (ratio < 1.0 - clip_epsilon) | (ratio > 1.0 + clip_epsilon)
     nonfinite = sum(jnp.sum(~jnp.isfinite(v)) for v in inputs).astype(jnp.int32)
     info = LossInfo(
         surrogate=surrogate,
         kl=kl,
+        log_kl=log_kl,
         clip_fraction=mean(outside.astype(new.dtype)),
         ratio_mean=mean(ratio),
         nonfinite_count=nonfinite,
@@ -240,16 +324,48 @@ def grpo_policy_loss(
 # The GRPO update.
 
 
+class GRPOSkips(NamedTuple):
+    """Why :func:`grpo` skipped updates: one entry per cause (a step may have several).
+
+    In :class:`GRPOState` each entry is an int32 count of steps; in :class:`GRPOInfo` a bool for
+    the step just taken.
+
+    Attributes:
+      rewards: a reward was NaN or infinite.
+      advantages: an advantage was NaN or infinite (with finite rewards: a custom
+        ``advantage`` callable's output).
+      log_probs: a log-probability under the sampling or the reference policy was not finite
+        (for example a prompt index out of a table's range under ``jit``).
+      kl: the KL estimate to the reference policy exceeded the dtype's range (its log,
+        ``GRPOInfo.log_kl``, stays finite); only with a nonzero ``kl_coef``.
+      update: the loss, a gradient or the optimizer's update was not finite otherwise.
+      prompts: a prompt index was outside ``[0, num_prompts)`` (with ``num_prompts`` given).
+
+    Examples:
+      >>> GRPOSkips(*[0] * 6)._fields
+      ('rewards', 'advantages', 'log_probs', 'kl', 'update', 'prompts')
+    """
+
+    rewards: Any
+    advantages: Any
+    log_probs: Any
+    kl: Any
+    update: Any
+    prompts: Any
+
+
 class GRPOState(NamedTuple):
     """State of :func:`grpo`.
 
     Attributes:
       params: the policy's parameters.
       opt_state: the optax optimizer's state.
-      reference_params: the reference policy of the KL term (the initial parameters).
+      reference_params: the reference policy of the KL term (the initial parameters), or
+        ``None`` when ``kl_coef`` is a concrete 0 (no reference is kept or evaluated).
       count: int32 number of steps taken.
-      nonfinite_count: int32 number of steps whose rewards, advantages or gradients were not
-        finite (the update was skipped for those steps; nothing is silently absorbed).
+      skipped_count: int32 number of steps whose update was skipped (nothing is silently
+        absorbed: the parameters and optimizer state are left as they were).
+      skips: a :class:`GRPOSkips` of int32 counts, why those steps were skipped.
 
     Examples:
       >>> from jaxlab.rl import TabularPolicy
@@ -258,15 +374,16 @@ class GRPOState(NamedTuple):
       >>> init, step = grpo(policy.sample, policy.log_prob, nan_reward, optax.sgd(1.0),
       ...                   group_size=2)
       >>> state, info = step(jax.random.key(0), init(policy.init()), jnp.zeros(1, jnp.int32))
-      >>> int(state.nonfinite_count), bool(info.nonfinite)  # counted, update skipped
-      (1, True)
+      >>> int(state.skipped_count), int(state.skips.rewards), bool(info.skipped)
+      (1, 1, True)
     """
 
     params: Any
     opt_state: Any
     reference_params: Any
     count: jax.Array
-    nonfinite_count: jax.Array
+    skipped_count: jax.Array
+    skips: GRPOSkips
 
 
 class GRPOInfo(NamedTuple):
@@ -277,9 +394,13 @@ class GRPOInfo(NamedTuple):
       advantages: ``[B, G]``.
       tokens: the sampled responses ``[B, G, ...]``.
       loss: the loss at the last epoch.
-      kl: its KL estimate to the reference policy.
+      kl: its KL estimate to the reference policy (0 with the KL term off).
+      log_kl: the estimate's logarithm, finite for finite log-probs (``-inf`` with it off).
       clip_fraction: its fraction of clipped tokens.
-      nonfinite: whether this step had non-finite rewards, advantages or gradients (skipped).
+      skipped: whether this step's update was skipped.
+      skips: a :class:`GRPOSkips` of bools, why.
+      invalid_prompts: int32 number of prompt indices outside ``[0, num_prompts)`` (0 without
+        ``num_prompts``).
 
     Examples:
       >>> from jaxlab.rl import TabularPolicy
@@ -296,8 +417,33 @@ class GRPOInfo(NamedTuple):
     tokens: Any
     loss: jax.Array
     kl: jax.Array
+    log_kl: jax.Array
     clip_fraction: jax.Array
-    nonfinite: jax.Array
+    skipped: jax.Array
+    skips: GRPOSkips
+    invalid_prompts: jax.Array
+
+
+class PolicyOptimizer(NamedTuple):
+    """A policy optimiser in blackjax's shape: what :func:`grpo` returns.
+
+    Attributes:
+      init: ``init(params) -> GRPOState``.
+      step: ``step(rng_key, state, prompts) -> (GRPOState, GRPOInfo)``; traceable, so
+        ``jax.jit``, ``lax.scan`` and ``jax.vmap`` over seeds apply.
+
+    Examples:
+      >>> from jaxlab.rl import TabularPolicy
+      >>> policy = TabularPolicy(2, 3)
+      >>> reward = lambda key, tokens, prompts: tokens[..., 0].astype(jnp.float32)
+      >>> optimizer = grpo(policy.sample, policy.log_prob, reward, optax.sgd(0.1))
+      >>> state = optimizer.init(policy.init())
+      >>> int(optimizer.step(jax.random.key(0), state, jnp.arange(2))[0].count)
+      1
+    """
+
+    init: Callable[[Any], GRPOState]
+    step: Callable[[jax.Array, GRPOState, Any], tuple[GRPOState, GRPOInfo]]
 
 
 def grpo(
@@ -312,9 +458,11 @@ def grpo(
     kl_coef: ArrayLike = 0.0,
     epsilon: ArrayLike = 1e-6,
     num_epochs: int = 1,
+    aggregation: str = "token",
     order_fn: Callable | None = None,
     training_order_fn: Callable | None = None,
-) -> tuple[Callable, Callable]:
+    num_prompts: int | None = None,
+) -> PolicyOptimizer:
     """GRPO over any discrete sequence policy, reward function and generation order.
 
     One ``step(rng_key, state, prompts)``: tile each of the ``B`` prompts ``G`` times, draw
@@ -324,9 +472,14 @@ def grpo(
     (:func:`group_advantages`, or ``advantage(r)`` for a callable, e.g. UCPO's), fix
     ``log π_old`` under the training orders ``σ′`` (``training_order_fn``; ``None``: σ′ = σ),
     then take ``num_epochs`` optimizer steps on :func:`grpo_policy_loss` (ratios to ``π_old``,
-    KL to the initial policy). All of it is one traceable function: ``jax.jit(step)``, and vmap
-    over seeds. A step whose rewards, advantages or gradients are not finite is skipped and
-    counted in ``state.nonfinite_count``.
+    KL to the initial policy, ``aggregation`` over tokens or sequences). All of it is one
+    traceable function: ``jax.jit(step)``, and vmap over seeds.
+
+    With ``kl_coef`` a concrete 0 (the default) no reference log-probabilities are computed and
+    no reference parameters are stored. A step whose rewards, advantages, log-probabilities,
+    KL estimate, loss, gradients or prompt indices are invalid is skipped as a whole (the
+    parameters and optimizer state are kept) and counted, by cause, in ``state.skipped_count``
+    and ``state.skips`` (``info.skipped`` and ``info.skips`` for the step).
 
     Args:
       sample_fn: ``(params, rng_key, prompts[N], orders[N, L] | None) -> tokens [N, ...]``.
@@ -336,13 +489,18 @@ def grpo(
       optimizer: an optax transformation (learning rate included).
       group_size: ``G >= 2``.
       advantage: ``"zscore"``, ``"rank"``, ``"center"`` or a callable ``rewards -> [B, G]``.
-      clip_epsilon, kl_coef, epsilon: ``ε_c``, ``β_KL``, the std floor (traceable).
+      clip_epsilon, kl_coef, epsilon: ``ε_c``, ``β_KL``, the std floor (traceable; finite and
+        ``>= 0``).
       num_epochs: optimizer steps per sampled batch (1: ratio 1, plain policy gradient).
+      aggregation: ``"token"`` (default) or ``"sequence"``, see :func:`grpo_policy_loss`.
       order_fn: ``(rng_key, N) -> orders [N, L]`` (e.g. ``partial(random_orders, length=L)``).
       training_order_fn: the same for the training orders σ′.
+      num_prompts: when given, ``prompts`` must be an integer array of indices in
+        ``[0, num_prompts)``: concrete ones are checked (``ValueError``), traced ones counted
+        in ``info.invalid_prompts`` (that step is skipped).
 
     Returns:
-      ``(init, step)``: ``init(params) -> GRPOState``,
+      A :class:`PolicyOptimizer` ``(init, step)``: ``init(params) -> GRPOState``,
       ``step(rng_key, state, prompts) -> (GRPOState, GRPOInfo)``.
 
     Examples:
@@ -356,7 +514,7 @@ def grpo(
       >>> run = jax.jit(step)
       >>> for k in jax.random.split(jax.random.key(0), 60):
       ...     state, info = run(k, state, jnp.zeros(4, jnp.int32))
-      >>> bool(info.rewards.mean() > 2.5), int(state.nonfinite_count)  # all ones: reward 3
+      >>> bool(info.rewards.mean() > 2.5), int(state.skipped_count)  # all ones: reward 3
       (True, 0)
 
     References:
@@ -375,6 +533,9 @@ def grpo(
     check_nonnegative(clip_epsilon, "clip_epsilon")
     check_nonnegative(kl_coef, "kl_coef")
     check_nonnegative(epsilon, "epsilon")
+    _check_aggregation(aggregation)
+    if num_prompts is not None:
+        num_prompts = check_positive_int(num_prompts, "num_prompts")
     for fn, name in ((order_fn, "order_fn"), (training_order_fn, "training_order_fn")):
         if fn is not None and not callable(fn):
             raise TypeError(f"{name} must be None or callable, got {type(fn).__name__}")
@@ -383,16 +544,28 @@ def grpo(
         if callable(advantage)
         else functools.partial(group_advantages, kind=advantage, epsilon=epsilon)
     )
+    use_kl = not _kl_is_off(kl_coef)
 
     def init(params) -> GRPOState:
         zero = jnp.zeros([], jnp.int32)
-        return GRPOState(params, optimizer.init(params), params, zero, zero)
+        reference = params if use_kl else None
+        return GRPOState(
+            params, optimizer.init(params), reference, zero, zero, GRPOSkips(*[zero] * 6)
+        )
+
+    def invalid_prompt_count(prompts) -> jax.Array:
+        if num_prompts is None:
+            return jnp.zeros([], jnp.int32)
+        p = check_array(prompts, "prompts", kind="integer")
+        check_indices(p, "prompts", num_prompts, "num_prompts")
+        return jnp.sum((p < 0) | (p >= num_prompts)).astype(jnp.int32)
 
     def step(rng_key, state: GRPOState, prompts):
         check_key(rng_key)
         leaves = jax.tree.leaves(prompts)
         if not leaves:
             raise ValueError("prompts must hold at least one array with a leading batch axis")
+        invalid_prompts = invalid_prompt_count(prompts)
         b = leaves[0].shape[0]
         tiled = jax.tree.map(lambda v: jnp.repeat(v, group_size, axis=0), prompts)
         order_key, sample_key, reward_key, train_key = jax.random.split(rng_key, 4)
@@ -410,8 +583,10 @@ def grpo(
             orders if training_order_fn is None else training_order_fn(train_key, b * group_size)
         )
         logp_old = jax.lax.stop_gradient(log_prob_fn(state.params, tokens, tiled, train_orders))
-        logp_ref = jax.lax.stop_gradient(
-            log_prob_fn(state.reference_params, tokens, tiled, train_orders)
+        logp_ref = (
+            jax.lax.stop_gradient(log_prob_fn(state.reference_params, tokens, tiled, train_orders))
+            if use_kl
+            else None
         )
 
         def loss_fn(params):
@@ -423,29 +598,47 @@ def grpo(
                 clip_epsilon=clip_epsilon,
                 kl_coef=kl_coef,
                 logp_ref=logp_ref,
+                aggregation=aggregation,
             )
 
         def epoch(carry, _):
-            params, opt_state, ok = carry
+            params, opt_state, kl_bad, update_bad = carry
             (loss, info), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
             updates, opt_state = optimizer.update(grads, opt_state, params)
-            ok = ok & tree_all_finite(grads) & jnp.isfinite(loss)
-            return (optax.apply_updates(params, updates), opt_state, ok), (loss, info)
+            finite = tree_all_finite(grads) & tree_all_finite(updates) & jnp.isfinite(loss)
+            kl_bad = kl_bad | ~jnp.isfinite(info.kl)
+            update_bad = update_bad | ~finite
+            params = optax.apply_updates(params, updates)
+            return (params, opt_state, kl_bad, update_bad), (loss, info)
 
-        ok = tree_all_finite(rewards) & tree_all_finite(adv)
-        (params, opt_state, ok), (losses, infos) = jax.lax.scan(
-            epoch, (state.params, state.opt_state, ok), None, num_epochs
+        false = jnp.zeros([], bool)
+        (params, opt_state, kl_bad, update_bad), (losses, infos) = jax.lax.scan(
+            epoch, (state.params, state.opt_state, false, false), None, num_epochs
         )
-        # A step with any non-finite reward, advantage or gradient is skipped as a whole.
-        keep = lambda new, old: jax.tree.map(lambda a, c: jnp.where(ok, a, c), new, old)  # noqa: E731
-        params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
-        bad = ~ok
+        log_probs_bad = ~tree_all_finite(logp_old) | ~tree_all_finite(logp_ref)
+        kl_bad = kl_bad & ~log_probs_bad
+        update_bad = update_bad & ~(kl_bad | log_probs_bad)
+        skips = GRPOSkips(
+            rewards=~tree_all_finite(rewards),
+            advantages=~tree_all_finite(adv),
+            log_probs=log_probs_bad,
+            kl=kl_bad,
+            update=update_bad,
+            prompts=invalid_prompts > 0,
+        )
+        skipped = functools.reduce(jnp.logical_or, skips)
+        # A skipped step keeps the parameters and the optimizer state as they were.
+        params, opt_state = optax.tree.where(
+            skipped, (state.params, state.opt_state), (params, opt_state)
+        )
+        counts = jax.tree.map(lambda c, s: c + s.astype(jnp.int32), state.skips, skips)
         new_state = GRPOState(
             params,
             opt_state,
             state.reference_params,
             state.count + 1,
-            state.nonfinite_count + bad.astype(jnp.int32),
+            state.skipped_count + skipped.astype(jnp.int32),
+            counts,
         )
         info = GRPOInfo(
             rewards=rewards,
@@ -453,9 +646,12 @@ def grpo(
             tokens=grouped,
             loss=losses[-1],
             kl=infos.kl[-1],
+            log_kl=infos.log_kl[-1],
             clip_fraction=infos.clip_fraction[-1],
-            nonfinite=bad,
+            skipped=skipped,
+            skips=skips,
+            invalid_prompts=invalid_prompts,
         )
         return new_state, info
 
-    return init, step
+    return PolicyOptimizer(init, step)

@@ -324,7 +324,8 @@ def oi_eda(
     unchanged, with one prompt). ``order_mode``: ``"fixed"`` (σ = σ′ = identity),
     ``"sigma"`` (random σ, σ′ = σ) or ``"sigma_sigmap"`` (independent random σ and σ′: the
     paper's). The best point ever evaluated is kept; every evaluation counts. A step whose
-    values are not finite skips its update and is counted (``state.nonfinite_count``).
+    values are not finite skips its update and is counted (``state.nonfinite_count``; the
+    GRPO core's ``state.search.skipped_count`` counts every skipped update, by cause).
 
     Args:
       objective: ``f(x [N, n] int32) -> [N]`` real, maximised (traceable, vmappable).

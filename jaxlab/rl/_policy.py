@@ -94,16 +94,29 @@ def order_masks(orders: ArrayLike) -> jax.Array:
     Row ``i`` of sample ``g`` marks the positions generated before ``i`` under ``σ_g``: the
     inputs of position ``i``'s conditional. ``M[g, i, i] = 0``: a position never sees itself.
 
+    Every row of ``orders`` must be a permutation of ``range(n)``: a concrete row that is not
+    raises a ``ValueError``; a traced one gets a NaN mask, so the log-probabilities built on it
+    are NaN and :func:`jaxlab.rl.grpo` skips and counts that step (``skips.log_probs``).
+
     Args:
       orders: int ``[N, n]``, ``orders[g, k]`` = the position generated at step ``k``.
 
     Examples:
       >>> order_masks(jnp.array([[2, 0, 1]]))[0].tolist()  # x_2 first, then x_0, then x_1
       [[0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
+      >>> order_masks(jnp.array([[0, 0, 1]]))
+      Traceback (most recent call last):
+      ...
+      ValueError: orders must hold one permutation of range(n) per row
     """
     o = check_array(orders, "orders", kind="integer", ndim=2).astype(jnp.int32)
+    _check_permutations(o, o.shape[-1], "n")
     ranks = _ranks(o)
-    return (ranks[:, None, :] < ranks[:, :, None]).astype(jnp.float32)
+    masks = (ranks[:, None, :] < ranks[:, :, None]).astype(jnp.float32)
+    if is_concrete(o):
+        return masks
+    valid = jnp.all(jnp.sort(o, axis=-1) == jnp.arange(o.shape[-1], dtype=o.dtype)[None], axis=-1)
+    return jnp.where(valid[:, None, None], masks, jnp.nan)
 
 
 # --------------------------------------------------------------------------------------------

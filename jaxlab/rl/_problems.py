@@ -24,6 +24,7 @@ from jax.typing import ArrayLike
 from jaxlab._src.validation import (
     check_array,
     check_bool,
+    check_indices,
     check_int,
     check_key,
     check_last_axis,
@@ -31,7 +32,7 @@ from jaxlab._src.validation import (
     check_probability,
     check_real_array,
 )
-from jaxlab.rl._ucpo import RIGHT, UNCERTAIN, WRONG, metrics_from_counts
+from jaxlab.rl._ucpo import INVALID, RIGHT, UNCERTAIN, WRONG, metrics_from_counts
 
 __all__ = [
     "QUBO",
@@ -111,7 +112,15 @@ class TabularPolicy:
         return {"logits": theta, "bias": b}
 
     def _logits(self, params, prompts):
-        logits = params["logits"][prompts]
+        # Concrete prompt indices are checked; a traced one outside [0, P) reads NaN logits (no
+        # clamping to the last row), so its log-probabilities are NaN and grpo skips and counts
+        # that step.
+        check_indices(prompts, "prompts", self.num_prompts, "num_prompts")
+        logits = (
+            params["logits"]
+            .at[prompts]
+            .get(mode="fill", fill_value=jnp.nan, wrap_negative_indices=False)
+        )
         return logits + params["bias"][None, :] if self.shared_bias else logits
 
     def probabilities(self, params) -> jax.Array:
@@ -350,24 +359,38 @@ def ternary_labels(
     """Labels (0 right, 1 wrong, 2 uncertain) of sampled ``actions`` for ``prompts``.
 
     Each rollout draws its own correct answer (the key with probability κ, else uniform).
+    Actions are answers ``0..K-1`` or ``K`` (abstain); prompts index the bandit's ``Q`` prompts.
+    Concrete out-of-range values raise a ``ValueError`` naming the argument; a traced one is
+    labelled :data:`INVALID` (-1), which :func:`jaxlab.rl.ternary_rewards` and
+    :func:`jaxlab.rl.ucpo_advantages` turn into NaN, so :func:`jaxlab.rl.grpo` skips and counts
+    that step (``skips.rewards`` or ``skips.advantages``).
 
     Examples:
       >>> bandit = TernaryBandit(jnp.array([2]), jnp.array([1.0]), 4)
       >>> ternary_labels(jax.random.key(0), bandit, jnp.zeros(3, jnp.int32),
       ...                jnp.array([2, 1, 4])).tolist()
       [0, 1, 2]
+      >>> ternary_labels(jax.random.key(0), bandit, jnp.zeros(1, jnp.int32), jnp.array([5]))
+      Traceback (most recent call last):
+      ...
+      ValueError: actions must lie in [0, num_answers + 1=5), got values in [5, 5]
     """
     check_key(rng_key)
     p = check_array(prompts, "prompts", kind="integer")
     a = check_array(actions, "actions", kind="integer")
     if p.shape != a.shape:
         raise ValueError(f"actions must have prompts' shape {p.shape}, got {a.shape}")
+    num_prompts = bandit.key_answer.shape[0]
+    check_indices(p, "prompts", num_prompts, "num_prompts")
+    check_indices(a, "actions", bandit.num_answers + 1, "num_answers + 1")
     k1, k2 = jax.random.split(rng_key)
     knows = jax.random.uniform(k1, a.shape) < bandit.knowability[p]
     guess = jax.random.randint(k2, a.shape, 0, bandit.num_answers)
     correct = jnp.where(knows, bandit.key_answer[p], guess)
     labels = jnp.where(a == correct, RIGHT, WRONG)
-    return jnp.where(a == bandit.num_answers, UNCERTAIN, labels).astype(jnp.int32)
+    labels = jnp.where(a == bandit.num_answers, UNCERTAIN, labels)
+    valid = (a >= 0) & (a <= bandit.num_answers) & (p >= 0) & (p < num_prompts)
+    return jnp.where(valid, labels, INVALID).astype(jnp.int32)
 
 
 def expected_answer_metrics(bandit: TernaryBandit, probs: ArrayLike) -> dict[str, Any]:

@@ -59,7 +59,7 @@ class JudgeInfo(NamedTuple):
       num_calls: int32 judge calls made (the cost).
       invalid_count: int32 judge outputs that were not a probability in ``[0, 1]`` (NaN
         included). Their comparisons are NaN, so the rewards they enter are NaN: reported here
-        and by :func:`jaxlab.rl.grpo`'s ``nonfinite_count``, never clipped away. Concrete
+        and by :func:`jaxlab.rl.grpo`'s ``skips.rewards``, never clipped away. Concrete
         (non-traced) calls raise instead.
 
     Examples:

@@ -34,6 +34,7 @@ from jaxlab._src.validation import (
 )
 
 __all__ = [
+    "INVALID",
     "RIGHT",
     "UNCERTAIN",
     "WRONG",
@@ -45,6 +46,9 @@ __all__ = [
 
 # Outcome labels of a rollout (int32): verified right, verified wrong, explicit abstention.
 RIGHT, WRONG, UNCERTAIN = 0, 1, 2
+# The label of a traced out-of-range action (jaxlab.rl.ternary_labels): rewards and advantages
+# built from it are NaN, so a GRPO step that meets one is skipped and counted.
+INVALID = -1
 
 
 def _check_labels(labels: Any, name: str = "labels", *, groups: bool = True) -> jax.Array:
@@ -108,7 +112,8 @@ def ternary_rewards(
             jnp.asarray(uncertain_reward, jnp.float32),
         ]
     )
-    return table[lab]
+    # A traced label outside {0, 1, 2} (INVALID) reads NaN, never a clamped or wrapped entry.
+    return table.at[lab].get(mode="fill", fill_value=jnp.nan, wrap_negative_indices=False)
 
 
 def dynamic_uncertainty_gain(
@@ -219,7 +224,10 @@ def ucpo_advantages(
         mask = (p_r > 0) & (p_w > 0)
     else:
         mask = jnp.ones(p_r.shape, bool)
-    return jnp.where(mask[..., None], adv, 0.0), mask
+    # A group holding a traced label outside {0, 1, 2} (INVALID) gets NaN advantages (counted
+    # and skipped by grpo), never the wrong answer's.
+    valid = jnp.all((lab == RIGHT) | (lab == WRONG) | (lab == UNCERTAIN), axis=-1, keepdims=True)
+    return jnp.where(valid, jnp.where(mask[..., None], adv, 0.0), jnp.nan), mask
 
 
 def metrics_from_counts(counts: ArrayLike) -> dict[str, jax.Array]:

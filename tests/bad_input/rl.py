@@ -122,7 +122,7 @@ probes(
     status(
         "reward_fn",
         lambda: _tabular_grpo(lambda k, t, p: jnp.full(t.shape[:2], NAN), group_size=4)[0],
-        lambda state: int(state.nonfinite_count) == 1,
+        lambda state: int(state.skipped_count) == 1 and int(state.skips.rewards) == 1,
         "NaN rewards counted, update skipped",
     ),
 )
@@ -430,7 +430,7 @@ probes(
         lambda: R.oi_eda(_NAN_SOMEWHERE, 4, population=8).step(
             _key(), R.oi_eda(R.onemax, 4, population=8).init(_key())
         )[0],
-        lambda state: int(state.nonfinite_count) == 1 and int(state.search.nonfinite_count) == 1,
+        lambda state: int(state.nonfinite_count) == 1 and int(state.search.skipped_count) == 1,
         "NaN values counted, update skipped",
     ),
 )

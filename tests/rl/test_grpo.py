@@ -164,7 +164,7 @@ def test_grpo_learns_onemax_under_random_orders_and_is_reproducible():
     run = jax.jit(_onemax_run, static_argnums=1)
     state, rewards = run(jax.random.key(0), True)
     assert float(rewards[-5:].mean()) > float(rewards[:5].mean()) + 1.0  # of 6 bits
-    assert int(state.nonfinite_count) == 0 and int(state.count) == 40
+    assert int(state.skipped_count) == 0 and int(state.count) == 40
     again, rewards_again = run(jax.random.key(0), True)
     assert np.array_equal(rewards, rewards_again)
     _, other = run(jax.random.key(1), True)
@@ -180,5 +180,5 @@ def test_a_non_finite_reward_is_counted_and_the_update_skipped():
                       group_size=8)  # fmt: skip
     state = init(policy.init())
     new, info = step(jax.random.key(0), state, jnp.arange(2))
-    assert bool(info.nonfinite) and int(new.nonfinite_count) == 1
+    assert bool(info.skipped) and int(new.skipped_count) == 1 and int(new.skips.rewards) == 1
     np.testing.assert_array_equal(new.params["logits"], state.params["logits"])

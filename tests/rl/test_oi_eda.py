@@ -346,7 +346,8 @@ def test_non_finite_values_are_counted_never_selected_and_maximize_raises():
     for k in jax.random.split(jax.random.key(1), 5):
         state, info = step(k, state)
     assert int(state.nonfinite_count) >= 1
-    assert int(state.search.nonfinite_count) == int(state.nonfinite_count)  # updates skipped
+    assert int(state.search.skipped_count) == int(state.nonfinite_count)  # updates skipped
+    assert int(state.search.skips.rewards) == int(state.nonfinite_count)
     assert np.isfinite(float(state.best_value)) and float(state.best_value) != 5.0
     with pytest.raises(ValueError, match="objective returned non-finite values"):
         R.maximize(
