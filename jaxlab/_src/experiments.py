@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 import jax
+import numpy as np
 
 __all__ = [
     "PROFILES",
@@ -51,6 +52,7 @@ __all__ = [
     "Result",
     "check",
     "register",
+    "skipped_steps_check",
     "unresolved",
     "verdict_status",
 ]
@@ -162,6 +164,50 @@ def unresolved(claim: str, measured: str) -> Part:
       'unresolved'
     """
     return Part(claim=claim, measured=measured, status="unresolved")
+
+
+# An arm that skipped more than this fraction of its updates (non-finite rewards, log-probs, KL or
+# gradients in the GRPO core) is not the method its name says: a verdict on it would be about
+# the fault, not the paper (issue 37: one arm silently lost a quarter of its updates).
+MAX_SKIPPED_FRACTION = 0.01
+
+
+def skipped_steps_check(
+    skipped: dict[str, Any], steps_per_run: int, *, explained: dict[str, str] | None = None
+) -> Part:
+    """The verdict part that every arm trained its updates: at most 1% skipped per run.
+
+    Args:
+      skipped: arm name -> skipped-update counts, one per seed (a number or a sequence).
+      steps_per_run: the updates each run attempted.
+      explained: arm name -> why that arm may skip more (then it is reported, not failed).
+
+    Returns:
+      A :class:`Part` that fails when an unexplained arm skipped more than
+      ``MAX_SKIPPED_FRACTION`` of its steps in some seed.
+
+    Examples:
+      >>> skipped_steps_check({"grpo": [0, 0], "tsrl": [0, 1]}, 500).status
+      'pass'
+      >>> skipped_steps_check({"grpo": [0, 0], "tsrl": [0, 80]}, 312).status
+      'fail'
+    """
+    steps = max(int(steps_per_run), 1)
+    explained = dict(explained or {})
+    worst = {arm: int(np.max(np.atleast_1d(np.asarray(v)))) for arm, v in skipped.items()}
+    bad = [a for a, w in worst.items() if w > MAX_SKIPPED_FRACTION * steps and a not in explained]
+    total = sum(int(np.sum(np.asarray(v))) for v in skipped.values())
+    measured = f"{total} skipped updates in all; worst run per arm of {steps} steps: " + ", ".join(
+        f"{arm} {w}" for arm, w in worst.items()
+    )
+    if explained:
+        measured += "; explained: " + "; ".join(f"{a}: {why}" for a, why in explained.items())
+    return check(
+        f"every arm trains: no run skipped more than {MAX_SKIPPED_FRACTION:.0%} of its updates "
+        "without a stated reason",
+        measured + (f"; over the limit: {', '.join(bad)}" if bad else ""),
+        not bad,
+    )
 
 
 def verdict_status(statuses: Iterable[str]) -> str:
