@@ -35,7 +35,14 @@ import numpy as np
 import optax
 from matplotlib.figure import Figure
 
-from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
+from jaxlab._src.experiments import (
+    ExperimentConfig,
+    Progress,
+    Result,
+    check,
+    register,
+    skipped_steps_check,
+)
 from jaxlab.rl import (
     AnyOrderLogistic,
     MaxCut,
@@ -75,6 +82,11 @@ ISSUE_BEST_TOLERANCE = 0.02  # "the best or within 2% of the best"
 ISSUE_MOST = 3  # "on most instances": at least 3 of the 5
 ISSUE_CATASTROPHE = 0.9  # "below the median baseline by more than 10%"
 REFERENCE_TOL = 1e-4  # the note's four-decimal advantages, float32
+# The GRPO core's fidelity on the note's own setting (LeadingOnes at n = 64, 20,000 evaluations):
+# the note's numpy prototype reports 63.3 +/- 1.3 over 4 seeds for sigma_sigmap; issue 37 asks
+# for a 5-seed mean >= 62 once no update is lost (the previous core's 55.4 skipped 75-88 of 312).
+PROTOTYPE_LEADING_ONES_MEAN = 62.0
+PROTOTYPE_SETTING = {"num_variables": 64, "budget": 20_000}
 
 EDA_ARMS = {  # name -> (order_mode, advantage)
     "eda_fixed": ("fixed", "zscore"),
@@ -171,7 +183,16 @@ def _program(config: OIEDAConfig, arm: str, names: tuple[str, ...], plain: dict)
 
         def one(key):
             state, curve, counts = run_optimizer(algorithm, key, steps)
-            return state.best_value, curve, counts, state.nonfinite_count, state.evaluations
+            # The GRPO core's skipped updates (any cause); the baselines have no update to skip.
+            skipped = getattr(state.search, "skipped_count", jnp.zeros([], jnp.int32))
+            return (
+                state.best_value,
+                curve,
+                counts,
+                state.nonfinite_count,
+                state.evaluations,
+                skipped,
+            )
 
         return jax.vmap(one)(keys)
 
@@ -194,7 +215,9 @@ def _run_arms(config: OIEDAConfig, rng_key, progress: Progress) -> dict:
         start = time.perf_counter()
         program = _program(config, arm, names, plain)
         for index, name in enumerate(names):
-            best, curve, counts, nonfinite, evaluations = program(keys, jnp.int32(index), instances)
+            best, curve, counts, nonfinite, evaluations, skipped = program(
+                keys, jnp.int32(index), instances
+            )
             curve, counts = np.asarray(curve), np.asarray(counts)[0]  # counts: the same per seed
             keep = np.unique(np.linspace(0, curve.shape[1] - 1, config.curve_points).astype(int))
             out[name][arm] = {
@@ -205,6 +228,8 @@ def _run_arms(config: OIEDAConfig, rng_key, progress: Progress) -> dict:
                 "curve_evaluations": counts[keep].tolist(),
                 "curve_mean": curve[:, keep].mean(0).tolist(),
                 "nonfinite_steps": int(np.sum(nonfinite)),
+                "skipped_updates_per_seed": np.asarray(skipped).tolist(),
+                "steps": int(counts.shape[0]),
             }
         seconds[arm] = time.perf_counter() - start
     return {"problems": out, "seconds_per_arm": seconds}
@@ -337,6 +362,12 @@ def run(config: OIEDAConfig, rng_key: jax.Array, progress: Progress) -> Result:
         for p in CATASTROPHE_PROBLEMS
     }
     d_ok, near, failures = issue_part(problems)
+    skipped = {
+        f"{arm}/{p}": problems[p][arm]["skipped_updates_per_seed"]
+        for p in problems
+        for arm in EDA_ARMS
+    }
+    steps = problems[NOTE_PROBLEMS[0]][METHOD]["steps"]
     parts = [
         check(
             "(note a) σσ′ beats the fixed order on LeadingOnes, NK and max-cut, and is >= σ "
@@ -366,6 +397,7 @@ def run(config: OIEDAConfig, rng_key: jax.Array, progress: Progress) -> Result:
             f"{', '.join(failures) or 'none'}; " + "; ".join(line(p) for p in problems),
             d_ok,
         ),
+        skipped_steps_check(skipped, steps),
         check(
             "the note's reference checks (benchmark values, max-cut, advantages, uniform "
             "likelihood)",
@@ -375,6 +407,18 @@ def run(config: OIEDAConfig, rng_key: jax.Array, progress: Progress) -> Result:
             reference["passed"],
         ),
     ]
+    at_prototype = all(getattr(config, k) == v for k, v in PROTOTYPE_SETTING.items())
+    leading = problems["leading_ones"][METHOD]
+    if at_prototype and config.model == "linear":
+        parts.append(
+            check(
+                "(fidelity) σσ′ on LeadingOnes-64 matches the note's numpy prototype "
+                f"(5-seed mean >= {PROTOTYPE_LEADING_ONES_MEAN:g}; the note: 63.3 ± 1.3)",
+                f"{leading['mean']:.4g} ± {leading['std']:.2g} over {len(leading['per_seed'])} "
+                f"seeds, skipped updates per seed {leading['skipped_updates_per_seed']}",
+                leading["mean"] >= PROTOTYPE_LEADING_ONES_MEAN,
+            )
+        )
     rank_vs_z = {
         p: {
             "zscore": problems[p][METHOD]["mean"],
@@ -397,6 +441,7 @@ def run(config: OIEDAConfig, rng_key: jax.Array, progress: Progress) -> Result:
         "reference_checks": reference,
         "runs": runs,
         "nonfinite_steps": sum(a["nonfinite_steps"] for r in problems.values() for a in r.values()),
+        "skipped_updates": skipped,
         "seconds": time.perf_counter() - start,
         "config": dataclasses.asdict(config),
     }

@@ -33,6 +33,15 @@ def _tabular_grpo(reward_fn, **kwargs):
     return step(_key(), init(policy.init()), jnp.arange(2))
 
 
+_GRPO4 = R.grpo(
+    R.TabularPolicy(4, 3).sample,
+    R.TabularPolicy(4, 3).log_prob,
+    lambda k, t, p: t[..., 0] * 1.0,
+    optax.sgd(0.1),
+    num_prompts=4,
+)
+
+
 def _grpo(**overrides):
     policy = R.TabularPolicy(2, 3)
     kwargs = dict(
@@ -48,6 +57,8 @@ def _grpo(**overrides):
 for _name, _reason in {
     "GRPOInfo": "a NamedTuple returned by grpo's step",
     "GRPOState": "a state NamedTuple built by grpo's init",
+    "GRPOSkips": "a NamedTuple of counts built by grpo",
+    "PolicyOptimizer": "the NamedTuple grpo returns",
     "LossInfo": "a NamedTuple returned by grpo_policy_loss",
     "JudgeInfo": "a NamedTuple returned by the reward functions",
     "SequenceQualityTask": "a NamedTuple built by hidden_quality_sequences, which validates",
@@ -111,6 +122,24 @@ probes(
     raises("advantage", lambda: _grpo(advantage="ranked"), ValueError),
     raises("clip_epsilon", lambda: _grpo(clip_epsilon=-0.2), ValueError),
     raises("kl_coef", lambda: _grpo(kl_coef=-1.0), ValueError),
+    raises("kl_coef", lambda: _grpo(kl_coef=NAN), ValueError),
+    raises("kl_coef", lambda: _grpo(kl_coef=float("inf")), ValueError),
+    raises("aggregation", lambda: _grpo(aggregation="group"), ValueError),
+    raises("num_prompts", lambda: _grpo(num_prompts=0), ValueError),
+    raises(
+        "prompts",
+        lambda: _GRPO4.step(_key(), _GRPO4.init(R.TabularPolicy(4, 3).init()), jnp.array([0, 7])),
+        ValueError,
+        "prompt index past the end",
+    ),
+    status(
+        "prompts",
+        lambda: jax.jit(_GRPO4.step)(
+            _key(), _GRPO4.init(R.TabularPolicy(4, 3).init()), jnp.array([0, 7])
+        ),
+        lambda out: int(out[1].invalid_prompts) == 1 and int(out[0].skips.prompts) == 1,
+        "traced prompt past the end counted, update skipped",
+    ),
     raises("num_epochs", lambda: _grpo(num_epochs=0), ValueError),
     raises("order_fn", lambda: _grpo(order_fn=3), TypeError),
     raises(
@@ -306,6 +335,14 @@ probes(
     raises("labels", lambda: R.ternary_rewards(jnp.array([0.0, 1.0]), uncertain_reward=0.2)),
     raises("uncertain_reward", lambda: R.ternary_rewards(_LAB, uncertain_reward="0.2"), TypeError),
     raises("right_reward", lambda: R.ternary_rewards(_LAB, uncertain_reward=0.2, right_reward=NAN)),
+    status(
+        "labels",
+        lambda: jax.jit(lambda lab: R.ternary_rewards(lab, uncertain_reward=0.2))(
+            jnp.array([0, R.INVALID])
+        ),
+        lambda r: np.isnan(float(r[1])),
+        "traced INVALID label gives a NaN reward",
+    ),
 )
 probes(
     _P + "dynamic_uncertainty_gain",
@@ -341,6 +378,22 @@ probes(
         lambda: R.TabularPolicy(2, 3).sample(R.TabularPolicy(2, 3).init(), None, jnp.arange(2)),
         TypeError,
     ),  # fmt: skip
+    raises(
+        "prompts",
+        lambda: R.TabularPolicy(2, 3).log_prob(
+            R.TabularPolicy(2, 3).init(), jnp.zeros((2, 1), jnp.int32), jnp.array([0, 2])
+        ),
+        ValueError,
+        "prompt index past the end",
+    ),
+    status(
+        "prompts",
+        lambda: jax.jit(R.TabularPolicy(2, 3).log_prob)(
+            R.TabularPolicy(2, 3).init(), jnp.zeros((2, 1), jnp.int32), jnp.array([0, 2])
+        ),
+        lambda logp: np.isfinite(float(logp[0, 0])) and np.isnan(float(logp[1, 0])),
+        "traced prompt past the end reads NaN, never a clamped row",
+    ),
 )
 probes(
     _P + "tournament_bandit",
@@ -379,6 +432,24 @@ probes(
     raises("rng_key", lambda: R.ternary_labels(None, _BANDIT, jnp.arange(2), jnp.arange(2))),
     raises(
         "actions", lambda: R.ternary_labels(_key(), _BANDIT, jnp.arange(2), jnp.ones(2)), TypeError
+    ),
+    raises(
+        "actions",
+        lambda: R.ternary_labels(_key(), _BANDIT, jnp.arange(2), jnp.array([0, 99])),
+        ValueError,
+        "action past abstain",
+    ),
+    raises(
+        "prompts",
+        lambda: R.ternary_labels(_key(), _BANDIT, jnp.array([0, 99]), jnp.array([0, 0])),
+        ValueError,
+        "prompt past the end",
+    ),
+    status(
+        "actions",
+        lambda: jax.jit(R.ternary_labels)(_key(), _BANDIT, jnp.arange(2), jnp.array([0, 99])),
+        lambda lab: int(lab[1]) == R.INVALID,
+        "traced action past abstain labelled INVALID",
     ),
 )
 probes(
@@ -497,6 +568,15 @@ probes(
     _P + "order_masks",
     raises("orders", lambda: R.order_masks(jnp.zeros(4, jnp.int32)), ValueError, "1-D"),
     raises("orders", lambda: R.order_masks(jnp.zeros((1, 4))), TypeError, "floats"),
+    raises(
+        "orders", lambda: R.order_masks(jnp.array([[0, 0, 1]])), ValueError, "not a permutation"
+    ),
+    status(
+        "orders",
+        lambda: jax.jit(R.order_masks)(jnp.array([[0, 0, 1]])),
+        lambda m: bool(np.all(np.isnan(np.asarray(m)))),
+        "traced non-permutation gives a NaN mask",
+    ),
 )
 probes(
     _P + "sample_any_order",

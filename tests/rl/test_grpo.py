@@ -182,3 +182,189 @@ def test_a_non_finite_reward_is_counted_and_the_update_skipped():
     new, info = step(jax.random.key(0), state, jnp.arange(2))
     assert bool(info.skipped) and int(new.skipped_count) == 1 and int(new.skips.rewards) == 1
     np.testing.assert_array_equal(new.params["logits"], state.params["logits"])
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 37: the KL term, skipped updates by cause, aggregation, prompt and order checks.
+
+
+def _counting_tabular(num_prompts=2, num_actions=3):
+    policy = TabularPolicy(num_prompts, num_actions)
+    calls = []
+
+    def log_prob_fn(params, tokens, prompts, orders):
+        calls.append(1)
+        return policy.log_prob(params, tokens, prompts, orders)
+
+    return policy, log_prob_fn, calls
+
+
+@pytest.mark.parametrize(("kl_coef", "calls_expected"), [(0.0, 2), (0, 2), (0.1, 3)])
+def test_a_zero_kl_coef_computes_no_reference_log_probs(kl_coef, calls_expected):
+    policy, log_prob_fn, calls = _counting_tabular()
+    reward = lambda k, t, p: t[..., 0].astype(jnp.float32)  # noqa: E731
+    optimizer = grpo(policy.sample, log_prob_fn, reward, optax.sgd(0.1), kl_coef=kl_coef)
+    state = optimizer.init(policy.init())
+    assert (state.reference_params is None) == (kl_coef == 0)
+    jax.jit(optimizer.step).lower(jax.random.key(0), state, jnp.arange(2))
+    # π_old once, the loss once, and π_ref only with the KL term on.
+    assert len(calls) == calls_expected
+
+
+def _log_k3_float64(d: float) -> float:
+    d = np.float64(d)
+    if d > 30:  # e^d - d - 1 = e^d (1 - (1 + d) e^-d)
+        return float(d + np.log1p(-(1 + d) * np.exp(-d)))
+    return float(np.log(np.expm1(d) - d))
+
+
+@pytest.mark.parametrize("d", [-300.0, -20.0, -1.5, -0.05, 1e-4, 0.3, 1.0, 7.0, 88.0, 300.0])
+def test_the_kl_estimate_is_formed_in_log_space_and_matches_float64(d):
+    # d = log π_ref - log π_θ: float32 e^300 overflows, its log does not.
+    new = jnp.full((2,), -350.0, jnp.float32)
+    ref = new + jnp.float32(d)
+    d = float(np.float64(ref[0]) - np.float64(new[0]))  # the log-ratio float32 can hold
+    loss, info = grpo_policy_loss(new, new, jnp.ones(2), kl_coef=0.1, logp_ref=ref)
+    assert info.log_kl.dtype == jnp.float32
+    assert np.isfinite(float(info.log_kl))
+    assert float(info.log_kl) == pytest.approx(_log_k3_float64(d), rel=2e-6, abs=2e-6)
+    if d < 88.0:  # the estimate itself is representable: the loss and gradient are finite
+        kl64 = np.exp(_log_k3_float64(d))
+        assert float(info.kl) == pytest.approx(kl64, rel=1e-5)
+        grad = jax.grad(
+            lambda x: grpo_policy_loss(x, new, jnp.ones(2), kl_coef=0.1, logp_ref=ref)[0]
+        )(new)
+        assert np.all(np.isfinite(np.asarray(grad)))
+    else:
+        assert not np.isfinite(float(loss)) or d == 88.0
+
+
+def test_a_zero_kl_coef_keeps_the_loss_finite_whatever_the_reference():
+    new = jnp.full((2,), -350.0)
+    loss, info = grpo_policy_loss(new, new, jnp.array([1.0, -1.0]), kl_coef=0.0, logp_ref=new + 300)
+    assert float(loss) == 0.0 and float(info.log_kl) == pytest.approx(300.0, rel=1e-6)
+
+
+def test_leading_ones_under_random_training_orders_skips_no_update():
+    # The setting where GRPO computed 0 x inf = NaN in a KL term it did not use and skipped up to
+    # a quarter of its updates (issue 37): LeadingOnes-64, G = 64, sigma_sigmap, 4 epochs. The
+    # previous core skipped 1-4 of these 100 updates in each of the three seeds.
+    from jaxlab.rl import leading_ones, oi_eda, run_optimizer
+
+    algorithm = oi_eda(leading_ones, 64, population=64, num_epochs=4, order_mode="sigma_sigmap")
+
+    def skipped(key):
+        state, _, _ = run_optimizer(algorithm, key, 100)
+        return state.search.skipped_count, state.search.skips.kl, state.best_value
+
+    count, kl, best = jax.jit(jax.vmap(skipped))(jax.random.split(jax.random.key(0), 3))
+    assert np.asarray(count).tolist() == [0, 0, 0] and np.asarray(kl).tolist() == [0, 0, 0]
+    assert float(np.min(best)) >= 20.0  # it learned (the fixed order reaches about 20 here)
+
+
+def test_a_kl_overflow_is_skipped_and_counted_as_such():
+    # A sequence the policy gives log-prob -300 and the reference 0: d = +300, k3 = e^300 - 301,
+    # beyond float32. The log of the estimate stays finite; the update is skipped as "kl".
+    sample_fn = lambda params, key, prompts, orders: jnp.zeros((prompts.shape[0], 1), jnp.int32)  # noqa: E731
+    log_prob_fn = lambda params, tokens, prompts, orders: params["logp"] + 0.0 * tokens[:, 0]  # noqa: E731
+    reward = lambda k, t, p: jnp.arange(t.shape[1], dtype=jnp.float32)[None].repeat(t.shape[0], 0)  # noqa: E731
+    optimizer = grpo(sample_fn, log_prob_fn, reward, optax.sgd(0.1), kl_coef=0.1, group_size=4)
+    state = optimizer.init({"logp": jnp.float32(-300.0)})
+    state = state._replace(reference_params={"logp": jnp.float32(0.0)})
+    new, info = optimizer.step(jax.random.key(0), state, jnp.zeros(1, jnp.int32))
+    assert float(info.log_kl) == pytest.approx(300.0, rel=1e-6)
+    assert bool(info.skipped) and bool(info.skips.kl) and not bool(info.skips.update)
+    assert int(new.skips.kl) == 1 and int(new.skipped_count) == 1
+    assert float(new.params["logp"]) == -300.0
+    # The same step with the KL term off trains.
+    off = grpo(sample_fn, log_prob_fn, reward, optax.sgd(0.1), group_size=4)
+    new, info = off.step(jax.random.key(0), off.init(state.params), jnp.zeros(1, jnp.int32))
+    assert not bool(info.skipped) and int(new.skipped_count) == 0
+
+
+def test_token_and_sequence_aggregation_match_hand_values():
+    # Ratio 1 everywhere: the surrogate is the mask-weighted mean of the advantages.
+    adv = jnp.array([1.0, -2.0])
+    mask = jnp.array([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    zeros = jnp.zeros((2, 3))
+    token, _ = grpo_policy_loss(zeros, zeros, adv, mask, aggregation="token")
+    sequence, _ = grpo_policy_loss(zeros, zeros, adv, mask, aggregation="sequence")
+    assert float(token) == pytest.approx(-(3 * 1.0 - 2.0) / 4)  # every valid token weighs 1/4
+    assert float(sequence) == pytest.approx(-(1.0 - 2.0) / 2)  # every response weighs 1/2
+    # DeepSeekMath eq. (3)'s KL part: (1/G) Σ_i (1/|o_i|) Σ_t k3, by hand at d = log 2 and 0.
+    ref = jnp.array([[np.log(2.0), 0.0, 0.0], [np.log(2.0), 0.0, 0.0]])
+    k3 = 2.0 - np.log(2.0) - 1.0
+    _, tok = grpo_policy_loss(zeros, zeros, adv, mask, kl_coef=1.0, logp_ref=ref)
+    _, seq = grpo_policy_loss(
+        zeros, zeros, adv, mask, kl_coef=1.0, logp_ref=ref, aggregation="sequence"
+    )
+    assert float(tok.kl) == pytest.approx(2 * k3 / 4, rel=1e-5)
+    assert float(seq.kl) == pytest.approx((k3 / 3 + k3 / 1) / 2, rel=1e-5)
+    # One log-prob per response: the two aggregations coincide.
+    a, _ = grpo_policy_loss(jnp.zeros(2), jnp.zeros(2), adv, aggregation="token")
+    b, _ = grpo_policy_loss(jnp.zeros(2), jnp.zeros(2), adv, aggregation="sequence")
+    assert float(a) == float(b) == pytest.approx(0.5)
+
+
+def test_grpo_takes_the_aggregation_and_returns_a_policy_optimizer():
+    from jaxlab.rl import PolicyOptimizer
+
+    policy = TabularPolicy(2, 3)
+    reward = lambda k, t, p: t[..., 0].astype(jnp.float32)  # noqa: E731
+    opt = grpo(policy.sample, policy.log_prob, reward, optax.sgd(0.1), aggregation="sequence")
+    assert isinstance(opt, PolicyOptimizer) and opt._fields == ("init", "step")
+    token = grpo(policy.sample, policy.log_prob, reward, optax.sgd(0.1))
+    key, prompts = jax.random.key(3), jnp.arange(2)
+    a, _ = opt.step(key, opt.init(policy.init()), prompts)
+    b, _ = token.step(key, token.init(policy.init()), prompts)
+    # Length-1 responses: both aggregations give the same update.
+    np.testing.assert_allclose(a.params["logits"], b.params["logits"], rtol=1e-6)
+
+
+def test_out_of_range_prompts_raise_when_concrete_and_are_counted_when_traced():
+    policy = TabularPolicy(4, 3)
+    reward = lambda k, t, p: t[..., 0].astype(jnp.float32)  # noqa: E731
+    checked = grpo(policy.sample, policy.log_prob, reward, optax.sgd(0.1), num_prompts=4)
+    state = checked.init(policy.init())
+    with pytest.raises(ValueError, match="prompts must lie in"):
+        checked.step(jax.random.key(0), state, jnp.array([0, 7]))
+    new, info = jax.jit(checked.step)(jax.random.key(0), state, jnp.array([0, 7]))
+    assert int(info.invalid_prompts) == 1 and bool(info.skips.prompts)
+    assert int(new.skips.prompts) == 1 and int(new.skipped_count) == 1
+    np.testing.assert_array_equal(new.params["logits"], state.params["logits"])
+    # Without num_prompts the table itself reads NaN for the traced index: skipped, not clamped.
+    plain = grpo(policy.sample, policy.log_prob, reward, optax.sgd(0.1))
+    with pytest.raises(ValueError, match="prompts must lie in"):
+        plain.step(jax.random.key(0), state, jnp.array([0, 7]))
+    new, info = jax.jit(plain.step)(jax.random.key(0), state, jnp.array([0, 7]))
+    assert bool(info.skipped) and bool(info.skips.log_probs) and int(new.skipped_count) == 1
+    np.testing.assert_array_equal(new.params["logits"], state.params["logits"])
+    # In range: trained, nothing skipped.
+    new, info = jax.jit(checked.step)(jax.random.key(0), state, jnp.array([0, 3]))
+    assert not bool(info.skipped) and int(info.invalid_prompts) == 0
+
+
+def test_non_permutation_orders_raise_when_concrete_and_read_nan_when_traced():
+    from jaxlab.rl import order_masks
+
+    with pytest.raises(ValueError, match="orders must hold one permutation"):
+        order_masks(jnp.array([[0, 1, 2], [0, 0, 1]]))
+    masks = jax.jit(order_masks)(jnp.array([[0, 1, 2], [0, 0, 1]]))
+    assert np.all(np.isfinite(np.asarray(masks[0]))) and np.all(np.isnan(np.asarray(masks[1])))
+    np.testing.assert_array_equal(masks[0], order_masks(jnp.array([[0, 1, 2]]))[0])
+
+
+def test_out_of_range_ternary_actions_raise_or_skip_the_update():
+    from jaxlab.rl import INVALID, TernaryBandit, ternary_labels, ternary_rewards
+
+    bandit = TernaryBandit(jnp.array([1, 0]), jnp.array([1.0, 0.5]), 3)
+    with pytest.raises(ValueError, match="actions must lie in"):
+        ternary_labels(jax.random.key(0), bandit, jnp.array([0, 1]), jnp.array([3, 4]))
+    with pytest.raises(ValueError, match="prompts must lie in"):
+        ternary_labels(jax.random.key(0), bandit, jnp.array([0, 2]), jnp.array([3, 1]))
+    labels = jax.jit(ternary_labels)(
+        jax.random.key(0), bandit, jnp.array([0, 1]), jnp.array([3, 4])
+    )
+    assert np.asarray(labels).tolist() == [2, INVALID]  # abstain, then out of range
+    rewards = jax.jit(lambda lab: ternary_rewards(lab, uncertain_reward=0.3))(labels)
+    assert float(rewards[0]) == pytest.approx(0.3) and np.isnan(float(rewards[1]))
