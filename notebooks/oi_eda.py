@@ -152,6 +152,23 @@ ax.legend(fontsize=8)
 # happen to be revealed. The (1+1)-EA is the specialist for this function (its expected run time
 # is about $0.86\,n^2$).
 #
+# **Every update counted.** Under training orders $\sigma' \ne \sigma$ a sample's
+# log-probability can fall hundreds of nats below the uniform start. An earlier GRPO core still
+# evaluated the KL term to the start when its weight was 0; $e^{260}$ overflowed float32,
+# $0 \cdot \infty$ gave NaN and the update was skipped: a quarter of σσ′'s updates on
+# LeadingOnes-64 were lost without a word. The core now computes no KL term at `kl_coef=0`, forms
+# the KL estimate in log space when it is on, and counts every skipped update by cause in
+# `state.search.skipped_count` and `state.search.skips`:
+
+# %%
+sigma_sigmap = arms["EDA σσ′"]
+steps = num_steps_for_budget(sigma_sigmap, budget)
+final = jax.jit(jax.vmap(lambda key: run_optimizer(sigma_sigmap, key, steps)[0]))(
+    jax.random.split(jax.random.key(3), 2 if SMOKE else 3)
+)
+print(f"σσ′ skipped updates per seed: {final.search.skipped_count.tolist()} of {steps}")
+print({cause: count.tolist() for cause, count in final.search.skips._asdict().items()})
+#
 # ## 4. One call
 #
 # `maximize` runs any of the methods within a budget in one compiled program and returns the best
