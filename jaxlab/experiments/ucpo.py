@@ -28,7 +28,8 @@ interval of its per-seed (paired) values: *pass* when the interval clears the th
 claimed direction, *fail* when it lies on the other side, *unresolved* when it contains it.
 (a) PAQ(UCPO) − PAQ(GRPO) > 0.05, and the same margin over the *best* GRPO-UC: the ``r_u``
 with the highest seed-mean PAQ for that bandit and start, chosen on the same seeds it is
-compared on (selection bias favours the baseline: the conservative direction);
+compared on (selection bias favours the baseline: the conservative direction). Beside it, not
+gating, the best GRPO-UC among those that do not collapse by (c)'s standard;
 (b) UCPO's abstention is non-increasing in κ (every adjacent pair) with abstain(lowest κ) >= 3
 abstain(highest κ); (c) UCPO's overall abstention < 0.5 and accuracy >= 0.65 x GRPO's (no
 collapse into abstaining); (d) calibrated bandit only: GRPO-UC is r_u-sensitive (warm,
@@ -424,6 +425,24 @@ def comparisons(bandit_runs: dict, start: str, rewards, *, sensitivity: bool) ->
             decide(accuracy["ucpo"] - MIN_ACCURACY_RATIO * accuracy["grpo"], 0.0),
         ],
     }
+
+    # Reported beside the gate, not gating: the best GRPO-UC among those that do not collapse
+    # by part (c)'s standard (seed means), so a baseline that abstains on nearly everything
+    # cannot win (a) alone.
+    def collapsed(r):
+        arm = arms[f"{start}/grpo_uc_{r:g}"]["mean"]
+        return not (
+            arm["uncertainty_ratio"] < MAX_ABSTAIN
+            and arm["accuracy"] >= MIN_ACCURACY_RATIO * np.mean(accuracy["grpo"])
+        )
+
+    standing = [r for r in rewards if not collapsed(r)]
+    out["uncollapsed_uncertain_reward"] = None
+    if standing:
+        r = max(standing, key=lambda r: np.mean(_seed_values(arms, start, f"grpo_uc_{r:g}", "paq")))
+        out["uncollapsed_uncertain_reward"] = r
+        other = _seed_values(arms, start, f"grpo_uc_{r:g}", "paq")
+        out["a_grpo_uc_uncollapsed"] = [decide(paq["ucpo"] - other, MIN_PAQ_GAIN)]
     if sensitivity:
         levels = bandit_runs["levels"]
         third = min(range(len(levels)), key=lambda i: abs(levels[i] - 1 / 3))
@@ -467,6 +486,16 @@ def _line(arms: dict, start: str, arm: str) -> str:
     )
 
 
+def _uncollapsed(cs: dict) -> str:
+    r = cs["uncollapsed_uncertain_reward"]
+    if r is None:
+        return "every GRPO-UC collapses by (c)'s standard"
+    return (
+        f"reported, not gated: the best GRPO-UC that passes (c)'s no-collapse test has r_u = "
+        f"{r:g}, paired difference {_interval(cs['a_grpo_uc_uncollapsed'][0])}"
+    )
+
+
 def _parts(bandit: str, runs: dict, comps: dict, seeds: int) -> tuple[list[Part], dict]:
     """The verdict parts of one bandit and the statuses its note level is computed from."""
     arms, levels = runs["arms"], runs["levels"]
@@ -489,7 +518,7 @@ def _parts(bandit: str, runs: dict, comps: dict, seeds: int) -> tuple[list[Part]
             f"(r_u in {{{', '.join(f'{r:g}' for r in comps['rewards'])}}}, chosen by seed-mean PAQ "
             f"on the same seeds) by more than {MIN_PAQ_GAIN}",
             f"best r_u = {cs['best_uncertain_reward']:g}; {ci}: {_interval(cs['a_grpo_uc'][0])}; "
-            f"{u}; {_line(arms, start, best)}",
+            f"{u}; {_line(arms, start, best)}; {_uncollapsed(cs)}",
             cs["a_grpo_uc"][0]["status"],
         ))  # fmt: skip
         b_status = verdict_status(c["status"] for c in cs["b"])
