@@ -38,6 +38,10 @@ bandit: *supported*: all pass; *partly*: (a) and (c) pass, (b) or (d) fails; *no
 (a) or (c) fails; *undecided* otherwise. Every arm must also train: no run skipped more than 1 %
 of its GRPO updates (:func:`jaxlab._src.experiments.skipped_steps_check`). F1 (the note's
 prototype found UCPO's below GRPO's) is reported in the reason. (e) The note's reference table.
+
+Quick (README): UCPO clears GRPO by 0.05 in PAQ in three of the four bandit-start pairs, its
+abstention falls with κ on both bandits, but the best fixed-r_u GRPO-UC beats its PAQ in three
+of the four pairs (in the fourth UCPO leads by 0.034, short of 0.05): not supported.
 """
 
 from __future__ import annotations
