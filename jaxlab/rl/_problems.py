@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
@@ -412,22 +413,30 @@ def expected_answer_metrics(bandit: TernaryBandit, probs: ArrayLike) -> dict[str
             f"probs must have shape (num_prompts, num_answers + 1) = "
             f"{(bandit.key_answer.shape[0], k + 1)}, got {pi.shape}"
         )
-    kappa = bandit.knowability
+    metrics, right, unsure = _expected_outcomes(bandit.key_answer, bandit.knowability, pi, k)
+    out = {name: float(v) for name, v in metrics.items()}
+    # Grouped on the host: one compiled program per shape, not one eager op per level.
+    kappa, right, unsure = (np.asarray(v) for v in (bandit.knowability, right, unsure))
+    levels = sorted({round(float(v), 6) for v in kappa.tolist()})
+    out["abstain_by_knowability"] = {
+        lv: float(np.mean(unsure[np.abs(kappa - lv) < 1e-6], dtype=np.float32)) for lv in levels
+    }
+    out["accuracy_by_knowability"] = {
+        lv: float(np.mean(right[np.abs(kappa - lv) < 1e-6], dtype=np.float32)) for lv in levels
+    }
+    return out
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _expected_outcomes(key_answer, kappa, pi, k):
+    """The metrics of the expected counts, and each prompt's P(R) and P(U)."""
     answer = pi[:, :k]
-    key_prob = jnp.take_along_axis(answer, bandit.key_answer[:, None], axis=-1)[:, 0]
+    key_prob = jnp.take_along_axis(answer, key_answer[:, None], axis=-1)[:, 0]
     right = kappa * key_prob + (1 - kappa) * answer.sum(-1) / k
     unsure = pi[:, k]
     wrong = 1.0 - right - unsure
     counts = jnp.stack([right.sum(), wrong.sum(), unsure.sum()])
-    out = {name: float(v) for name, v in metrics_from_counts(counts).items()}
-    levels = sorted({round(float(v), 6) for v in kappa.tolist()})
-    out["abstain_by_knowability"] = {
-        lv: float(jnp.mean(unsure[jnp.abs(kappa - lv) < 1e-6])) for lv in levels
-    }
-    out["accuracy_by_knowability"] = {
-        lv: float(jnp.mean(right[jnp.abs(kappa - lv) < 1e-6])) for lv in levels
-    }
-    return out
+    return metrics_from_counts(counts), right, unsure
 
 
 # --------------------------------------------------------------------------------------------

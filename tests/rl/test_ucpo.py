@@ -129,3 +129,22 @@ def test_answering_the_key_is_right_with_probability_kappa_plus_a_guess():
     )
     right = (labels == RIGHT).reshape(2, n).mean(-1)
     np.testing.assert_allclose(right, [0.25, 2 / 3 + 1 / 12], atol=0.015)
+
+
+def test_expected_metrics_match_a_numpy_computation_per_level():
+    bandit = ternary_bandit(jax.random.key(5), 12, 3, (0.0, 0.5, 1.0))
+    probs = np.asarray(jax.nn.softmax(jax.random.normal(jax.random.key(6), (12, 4)), axis=-1))
+    kappa, key = np.asarray(bandit.knowability, np.float64), np.asarray(bandit.key_answer)
+    p = probs.astype(np.float64)
+    right = kappa * p[np.arange(12), key] + (1 - kappa) * p[:, :3].sum(-1) / 3
+    unsure = p[:, 3]
+    acc, paq = right.mean(), right.sum() / (12 - unsure.sum())
+    got = expected_answer_metrics(bandit, probs)
+    assert got["accuracy"] == pytest.approx(acc, rel=1e-5)
+    assert got["paq"] == pytest.approx(paq, rel=1e-5)
+    assert got["uncertainty_ratio"] == pytest.approx(unsure.mean(), rel=1e-5)
+    assert got["f1"] == pytest.approx(2 * paq * acc / (paq + acc), rel=1e-5)
+    for level in (0.0, 0.5, 1.0):
+        rows = np.isclose(kappa, level)
+        assert got["abstain_by_knowability"][level] == pytest.approx(unsure[rows].mean(), rel=1e-5)
+        assert got["accuracy_by_knowability"][level] == pytest.approx(right[rows].mean(), rel=1e-5)
