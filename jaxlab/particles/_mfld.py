@@ -70,7 +70,7 @@ __all__ = [
     "time_average",
 ]
 
-SCHEMES = ("primal", "dual", "projected")
+SCHEMES = ("primal", "dual", "dual_split", "projected")
 # Default clip margins, relative to the box width (the note's defaults): the primal scheme's
 # Euler step can overshoot the boundary and is clipped this far inside; the dual scheme's noise
 # G^{1/2} ∝ 1/√(x(1-x)) is evaluated at a point clipped this far inside (it overflows at ∂𝒳).
@@ -468,6 +468,11 @@ def build_kernel(
             margin, name, minimum=0.0, maximum=0.5, include_minimum=False, include_maximum=False
         )
     check_int(entropy_queries, "entropy_queries", minimum=0)
+    if scheme == "dual_split" and mirror_map.mirror_diffusion is None:
+        raise ValueError(
+            'scheme "dual_split" needs a mirror map with a mirror_diffusion sampler (the box, '
+            'simplex and Euclidean factories have one); use scheme="primal" with this map'
+        )
 
     def kernel(
         rng_key: jax.Array,
@@ -521,6 +526,18 @@ def build_kernel(
             diffusion = jax.vmap(mirror_map.hessian_sqrt_noise)(inside(x, dual_margin), noise)
             dual = dual - step_size * jax.vmap(mirror_map.gradient_to_dual)(gradient)
             proposal = jax.vmap(mirror_map.to_primal)(dual + scale * diffusion)
+            new = inside(proposal, boundary_margin)
+        elif scheme == "dual_split":
+            inside = jax.vmap(mirror_map.clip, in_axes=(0, None))
+            dual = jax.vmap(mirror_map.to_dual)(inside(x, boundary_margin))
+            dual = dual - step_size * jax.vmap(mirror_map.gradient_to_dual)(gradient)
+            # Four normals per coordinate (the noise above is their first quarter, unused).
+            wide = particle_noise(rng_key, num_local, 4 * dim, dtype, axis_name=axis_name)
+            wide = jnp.asarray(noise_sign, dtype) * wide.reshape(num_local, 4, dim)
+            dual = jax.vmap(mirror_map.mirror_diffusion, in_axes=(0, None, 0))(
+                dual, entropy_weight * step_size, wide
+            )
+            proposal = jax.vmap(mirror_map.to_primal)(dual)
             new = inside(proposal, boundary_margin)
         else:
             proposal = x - step_size * gradient + scale * noise
