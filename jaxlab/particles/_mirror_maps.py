@@ -339,8 +339,8 @@ def box_mirror_map(lower: jax.typing.ArrayLike, upper: jax.typing.ArrayLike) -> 
         # two-type Wright–Fisher (Jacobi) diffusion, θ = (1, 1), at time 2·duration/(u - l).
         # Its dual coordinate is logit z = log G_1 - log G_2, with z, 1 - z exact from y.
         lo, hi = bounds(y)
-        time = 2.0 * jnp.asarray(duration, y.dtype) / (hi - lo)
         weights = jnp.stack([jax.nn.sigmoid(y), jax.nn.sigmoid(-y)])
+        time = jnp.broadcast_to(2.0 * jnp.asarray(duration, y.dtype) / (hi - lo), weights.shape)
         log_gamma = _wright_fisher_dual_step(weights, time, 2.0, noise.reshape(2, 2, *y.shape))
         return log_gamma[0] - log_gamma[1]
 
