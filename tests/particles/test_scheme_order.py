@@ -54,9 +54,12 @@ FAST_STEPS = (4e-3, 2e-3, 1e-3)
 FAST_PARTICLES, FAST_HORIZON, FAST_BURN_IN = 1024, 2.0, 0.5
 # On ℝ the steps are larger (EM's variance bias kη/2 must stand above the error) and cheap.
 GAUSSIAN_STEPS = (0.2, 0.1, 0.05)
-GAUSSIAN_PARTICLES, GAUSSIAN_HORIZON, GAUSSIAN_BURN_IN = 8192, 8.0, 2.0
+GAUSSIAN_PARTICLES, GAUSSIAN_HORIZON, GAUSSIAN_BURN_IN = 16384, 20.0, 2.0
 # An error is "within Monte Carlo error" below 4 standard errors (a false alarm < 1e-4 each).
 SE_MULTIPLE = 4.0
+# An error enters the order fit when resolved, above 3 standard errors (power_law_fit's delta
+# method needs each value well above its error).
+RESOLVED_SE_MULTIPLE = 3.0
 # A consistent scheme's stationary error is at most FIRST_ORDER_CONSTANT · λη beyond 4 SE; the
 # constant bounds what the slow test measures for the primal and split schemes, ≤ 2.5 on the box
 # and the simplex at λη in [1e-3, 3.2e-2], with room.
@@ -67,9 +70,10 @@ FIRST_ORDER_CONSTANT = 4.0
 # first-order scheme would keep a quarter, a consistent one of any order below 1, ...).
 DUAL_BIAS_FLOOR = 0.02
 DUAL_KEPT_FRACTION = 0.5
-# Slow test: the issue's 16x range and larger steps where the O(λη) biases stand out, at N = 8192
+# Slow test: a 256-fold range (the issue's 16x below 4e-3, larger steps where the O(λη) biases
+# of the consistent schemes stand out), at N = 8192
 # (standard error ~0.0018 on the box), horizon 3.
-SLOW_STEPS = (3.2e-2, 1.6e-2, 8e-3, 4e-3, 2e-3, 1e-3, 2.5e-4)
+SLOW_STEPS = (6.4e-2, 3.2e-2, 1.6e-2, 8e-3, 4e-3, 2e-3, 1e-3, 2.5e-4)
 SLOW_PARTICLES, SLOW_HORIZON, SLOW_BURN_IN = 8192, 3.0, 0.5
 # A consistent scheme's error falls with the step: over the slow steps the paper's dual scheme's
 # fitted order stays below this (the issue: less than half the bias gone for a 16x smaller step,
@@ -100,7 +104,7 @@ def _time_averages(kernel, functional, positions, key, step_size, num_steps, bur
 
 
 class OrderRow(NamedTuple):
-    """One step size's stationary error (worst coordinate) and its Monte Carlo error."""
+    """One step size's stationary error (in one coordinate) and its Monte Carlo error."""
 
     step_size: float
     error: float
@@ -183,10 +187,11 @@ def _kernel(problem: str, scheme: str):
 
 
 def _order_rows(problem_name, scheme, step_sizes, num_particles, horizon, burn_in, seed=0):
-    """The stationary error (worst coordinate) at each step size, with its standard error."""
+    """The stationary error at each step size, with its standard error, in one coordinate: the
+    one furthest off (in standard errors) at the first step size."""
     problem = _problems()[problem_name]
     start = problem.sample(jax.random.key(seed), num_particles)
-    rows = []
+    rows, worst = [], None
     for i, step_size in enumerate(step_sizes):
         steps = int(round(horizon / step_size))
         averages = np.asarray(
@@ -208,25 +213,35 @@ def _order_rows(problem_name, scheme, step_sizes, num_particles, horizon, burn_i
             samples = averages[0]
         errors = samples.mean(axis=0) - problem.exact
         standard_errors = samples.std(axis=0, ddof=1) / math.sqrt(num_particles)
-        worst = int(np.argmax(np.abs(errors) / standard_errors))
+        if worst is None:  # the coordinate furthest off at the first step, kept for the others
+            worst = int(np.argmax(np.abs(errors) / standard_errors))
         rows.append(OrderRow(step_size, float(errors[worst]), float(standard_errors[worst])))
     return rows
 
 
 def _fitted_order(rows):
-    """The weighted log-log slope of |error| against the step size, with its standard error."""
+    """The weighted log-log slope of |error| against the step size, with its standard error,
+    over the steps whose error is resolved (> RESOLVED_SE_MULTIPLE standard errors: below that
+    ``log |error|`` is not nearly Gaussian and the fit follows the noise); ``nan`` when fewer
+    than two are. Returns ``(order, standard_error, number_of_resolved_steps)``."""
+    resolved = [r for r in rows if abs(r.error) > RESOLVED_SE_MULTIPLE * r.standard_error]
+    if len(resolved) < 2:
+        return math.nan, math.nan, len(resolved)
     fit = particles.power_law_fit(
-        [r.step_size for r in rows],
-        [abs(r.error) for r in rows],
-        [r.standard_error for r in rows],
+        [r.step_size for r in resolved],
+        [abs(r.error) for r in resolved],
+        [r.standard_error for r in resolved],
     )
-    return fit.exponent, fit.exponent_standard_error
+    return fit.exponent, fit.exponent_standard_error, len(resolved)
 
 
 def _format(problem, scheme, rows):
-    order, order_se = _fitted_order(rows)
+    order, order_se, resolved = _fitted_order(rows)
     cells = ", ".join(f"λη={r.step_size:g}: {r.error:+.4f} ± {r.standard_error:.4f}" for r in rows)
-    return f"{problem:9s} {scheme:10s} {cells}; fitted order {order:.2f} ± {order_se:.2f}"
+    return (
+        f"{problem:9s} {scheme:10s} {cells}; fitted order {order:.2f} ± {order_se:.2f} over "
+        f"the {resolved} resolved steps"
+    )
 
 
 @pytest.mark.parametrize("problem", ["box", "simplex"])
@@ -261,10 +276,11 @@ def test_every_scheme_is_euler_maruyama_of_order_one_on_the_real_line(x64):
         k_eta = GAUSSIAN_STIFFNESS * row.step_size
         exact_bias = (0.5 * k_eta / (1 - 0.5 * k_eta)) / GAUSSIAN_STIFFNESS
         assert abs(row.error - exact_bias) <= SE_MULTIPLE * row.standard_error, row
-    order, _ = _fitted_order(rows)
+    order, _, resolved = _fitted_order(rows)
+    assert resolved == len(rows), rows
     assert GAUSSIAN_ORDER_RANGE[0] <= order <= GAUSSIAN_ORDER_RANGE[1], order
-    # On ℝ the paper's dual step and the split step (whose Gaussian is the first quarter of its
-    # noise) are the primal step, bit for bit: the table holds for all three.
+    # On ℝ the paper's dual step is the primal step bit for bit, and the split step (whose
+    # Gaussian is the first quarter of its noise) up to rounding: the table holds for all three.
     problem = _problems()["euclidean"]
     state = particles.MFLDState(problem.sample(jax.random.key(2), 64))
     steps = {
@@ -274,7 +290,7 @@ def test_every_scheme_is_euler_maruyama_of_order_one_on_the_real_line(x64):
         for scheme in ("primal", "dual", "dual_split")
     }
     np.testing.assert_array_equal(steps["dual"], steps["primal"])
-    np.testing.assert_array_equal(steps["dual_split"], steps["primal"])
+    np.testing.assert_allclose(steps["dual_split"], steps["primal"], rtol=1e-14, atol=1e-15)
 
 
 @pytest.mark.slow
@@ -289,6 +305,6 @@ def test_order_table_over_a_sixteenfold_range_of_steps(problem, x64):
                 allowance = SE_MULTIPLE * row.standard_error + FIRST_ORDER_CONSTANT * row.step_size
                 assert abs(row.error) <= allowance, (scheme, row)
         if scheme == "dual":
-            order, _ = _fitted_order(rows)
-            assert order < DUAL_ORDER_CEILING, rows
+            order, _, resolved = _fitted_order(rows)
+            assert resolved == len(rows) and order < DUAL_ORDER_CEILING, rows
             assert abs(rows[-1].error) > DUAL_BIAS_FLOOR, rows
