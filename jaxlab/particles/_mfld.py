@@ -435,7 +435,8 @@ def build_kernel(
     slowly: measured, like ``η^{0.25}`` to ``η^{0.3}`` over a 128-fold range of ``λη``, with no
     sign of the first-order regime. Known for mirror Langevin: the Euler analysis of
     Zhang et al. (2020) keeps a non-vanishing bias term, and the vanishing-bias proof of Li et
-    al. (2022) needs ``G^{1/2}`` Lipschitz in the dual coordinates (``sinh(y/2)`` is not).
+    al. (2022) needs their modified self-concordance, ``G^{1/2}`` Lipschitz in the dual
+    coordinates (its derivative here, ``sinh(y/2)``, is unbounded).
     ``"dual_split"`` keeps the paper's dual drift step (smooth: it multiplies ``x`` near a face
     by ``e^{-ηV'}``) and draws the noise from a kernel that leaves Lebesgue measure exactly
     invariant and matches the diffusion's first two moments to ``O(η²)``, so no layer is

@@ -40,7 +40,8 @@ class MirrorMap(NamedTuple):
     ``diag(x) - xxᵀ`` onto the tangent space), so that ``jacfwd(to_primal)(y) = G⁻¹`` (in the
     reduced columns for the simplex).
 
-    Users can supply their own map by filling every field with a function of one particle.
+    Users can supply their own map by filling every field with a function of one particle
+    (``mirror_diffusion`` may stay ``None``: only the ``"dual_split"`` scheme needs it).
 
     Attributes:
       potential: ``x ↦ φ(x)``, a scalar.
