@@ -47,9 +47,10 @@
 # its own diffusion (a Wright–Fisher step that leaves the uniform law exactly invariant).
 #
 # This notebook: (1) the mirror maps; (2) a 1-D problem with a known answer, comparing the
-# primal scheme, the paper's dual scheme, the split dual scheme and projected Langevin; (3) a constrained mean-field
-# two-layer network; (4) the same step sharded over devices; (5) propagation of chaos: how far
-# $N$ interacting particles are from the mean-field limit, against the exact finite-$N$ law.
+# primal scheme, the paper's dual scheme, the split dual scheme and projected Langevin; (3) a
+# constrained mean-field two-layer network; (4) the same step sharded over devices; (5)
+# propagation of chaos: how far $N$ interacting particles are from the mean-field limit, against
+# the exact finite-$N$ law.
 
 # %%
 import os
