@@ -21,7 +21,7 @@ What the schemes do (measured by ``_order_rows``; the slow test prints the table
 * ``"primal"`` and ``"dual_split"``: errors within Monte Carlo error plus an ``O(λη)`` bias;
 * ``"dual"`` (the paper's Euler–Maruyama in the mirror coordinates): a bias of 0.04-0.06 on the
   box at ``λη ≤ 4e-3`` that a 16x smaller step reduces by about a third (by about half on the
-  simplex), fitted order 0.25-0.3: not the first-order behaviour of a consistent Euler scheme
+  simplex), fitted order about 0.25: not the first-order behaviour of a consistent Euler scheme
   (see the derivation in ``mmfld.build_kernel``);
 * on ``ℝ`` the three mirror schemes are Euler–Maruyama: order 1 in the variance.
 """
@@ -76,7 +76,7 @@ DUAL_KEPT_FRACTION = 0.5
 SLOW_STEPS = (6.4e-2, 3.2e-2, 1.6e-2, 8e-3, 4e-3, 2e-3, 1e-3, 2.5e-4)
 SLOW_PARTICLES, SLOW_HORIZON, SLOW_BURN_IN = 8192, 3.0, 0.5
 # A consistent scheme's error falls with the step: over the slow steps the paper's dual scheme's
-# fitted order stays below this (measured 0.25 on the box, 0.29 on the simplex), where a
+# fitted order stays below this (measured 0.25 on the box, 0.24 on the simplex), where a
 # first-order scheme's would be near 1.
 DUAL_ORDER_CEILING = 0.5
 # On ℝ every scheme is Euler–Maruyama: fitted order of the variance error in [0.8, 1.3]
