@@ -40,7 +40,8 @@ class MirrorMap(NamedTuple):
     ``diag(x) - xxᵀ`` onto the tangent space), so that ``jacfwd(to_primal)(y) = G⁻¹`` (in the
     reduced columns for the simplex).
 
-    Users can supply their own map by filling every field with a function of one particle.
+    Users can supply their own map by filling every field with a function of one particle
+    (``mirror_diffusion`` may stay ``None``: only the ``"dual_split"`` scheme needs it).
 
     Attributes:
       potential: ``x ↦ φ(x)``, a scalar.
@@ -64,6 +65,17 @@ class MirrorMap(NamedTuple):
         for ``ℝ^d``): ``> 0`` strictly inside, ``0`` on ``∂𝒳``, ``< 0`` outside, and not
         ``>= 0`` (NaN or negative) when a coordinate is not finite: the samplers count a
         particle outside the domain exactly when ``~(boundary_distance(x) >= 0)``.
+      mirror_diffusion: optional ``(y, duration, ξ) ↦ y'``, a draw of the driftless
+        mirror diffusion ``dY = √2 G(X)^{1/2} dW``, ``X = ∇φ*(Y)``, run for time ``duration``
+        from the dual point ``y`` (in primal coordinates ``dX = ∇·G⁻¹ dt + √2 G^{-1/2} dW``,
+        whose invariant law is Lebesgue measure on ``𝒳``), returned as a dual point, from
+        ``ξ ~ N(0, I)`` of shape ``(4, d)`` (``d`` the primal dimension; a map uses what it
+        needs, so ``-ξ`` gives the antithetic draw). The
+        ``"dual_split"`` scheme of :func:`~jaxlab.particles.mmfld` needs it; the three
+        factories below fill it (a Gaussian step on ``ℝ^d``; on the simplex and the box, where
+        the diffusion is the neutral Wright–Fisher and Jacobi diffusion, a draw from their
+        transition's Dirichlet–multinomial mixture, which leaves Lebesgue measure exactly
+        invariant for any step).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -93,6 +105,7 @@ class MirrorMap(NamedTuple):
     clip: Callable[[jax.Array, float], jax.Array]
     project: Callable[[jax.Array], jax.Array]
     boundary_distance: Callable[[jax.Array], jax.Array]
+    mirror_diffusion: Callable[[jax.Array, jax.Array, jax.Array], jax.Array] | None = None
 
 
 # Up to this many coordinates a particle's minimum (maximum) is a chain of `jnp.minimum` over its
@@ -123,6 +136,42 @@ def _finite_or_nan(x: jax.Array, value: jax.Array) -> jax.Array:
 def _effective_margin(margin: float, dtype) -> float:
     """The relative clip margin actually used: ``margin``, but at least a few ulps of ``dtype``."""
     return max(float(margin), _EPS_MULTIPLE * float(jnp.finfo(dtype).eps))
+
+
+def _dirichlet_poisson_gamma(mean_shift: jax.Array, noise: jax.Array) -> jax.Array:
+    """``log G`` with ``G ~ Gamma(1 + Poisson(μ))``, elementwise, from two normals per entry.
+
+    ``Gamma(1 + Poisson(μ))`` is half a noncentral chi-square with two degrees of freedom and
+    noncentrality ``2μ`` (a Poisson mixture of ``χ²_{2 + 2j}/2 = Gamma(1 + j)``), i.e.
+    ``½‖(√(2μ), 0) + (ξ_1, ξ_2)‖²``: exact, and two Gaussians instead of two rejection samplers.
+    ``noise`` holds ``(ξ_1, ξ_2)`` on its leading axis.
+    """
+    return jnp.log(0.5 * ((jnp.sqrt(2.0 * mean_shift) + noise[0]) ** 2 + noise[1] ** 2))
+
+
+def _lineages(time: jax.Array, total_mutation: float) -> jax.Array:
+    """The Poisson mean ``M = θ/(e^{θt/2} - 1) ≈ 2/t`` of the Wright–Fisher step of time ``t``.
+
+    With ``K ~ Poisson(M)`` lineages the step's mean ``x + (1 - θx) E[1/(θ + K)]`` equals the
+    diffusion's ``x + (1 - θx)(1 - e^{-θt/2})/θ`` up to ``O(t²)`` (``1/(θ + M)`` is exact, the
+    Poisson spread adds ``M/(θ + M)³``), and so does its covariance ``≈ t(diag(x) - xxᵀ)``.
+    """
+    return total_mutation / jnp.expm1(0.5 * total_mutation * time)
+
+
+def _wright_fisher_dual_step(
+    probabilities: jax.Array, time: jax.Array, total_mutation: float, noise: jax.Array
+) -> jax.Array:
+    """``log G`` of one neutral Wright–Fisher step (``θ_i = 1``) from the category weights ``x``.
+
+    The step is ``x' = G / ΣG``, ``G_i ~ Gamma(1 + L_i)``, ``L_i ~ Poisson(M x_i)``: given ``L``,
+    ``x' ~ Dir(1 + L)``, the posterior of ``x ~ Dir(1, ..., 1)`` (the uniform law) under
+    ``L_i | x ~ Poisson(M x_i)``, so the uniform law is exactly invariant for any ``M``; it is
+    the Dirichlet–multinomial form of the Wright–Fisher transition (Griffiths 1980) with a
+    Poisson number of lineages. The caller takes the dual coordinates from ``log G``
+    (differences of logs, so a weight near 0 or 1 never rounds to the boundary).
+    """
+    return _dirichlet_poisson_gamma(_lineages(time, total_mutation) * probabilities, noise)
 
 
 def euclidean_mirror_map() -> MirrorMap:
@@ -169,6 +218,7 @@ def euclidean_mirror_map() -> MirrorMap:
         clip=lambda x, margin: x,
         project=identity,
         boundary_distance=lambda x: _finite_or_nan(x, jnp.asarray(jnp.inf, x.dtype)),
+        mirror_diffusion=lambda y, duration, noise: y + jnp.sqrt(2.0 * duration) * noise[0],
     )
 
 
@@ -285,6 +335,16 @@ def box_mirror_map(lower: jax.typing.ArrayLike, upper: jax.typing.ArrayLike) -> 
         lo, hi = bounds(x)
         return coordinate_min(jnp.minimum(x - lo, hi - x))
 
+    def mirror_diffusion(y, duration, noise):
+        # z = (x - l)/(u - l) runs (1/(u - l))[z(1 - z)∂² + (1 - 2z)∂]: per coordinate the
+        # two-type Wright–Fisher (Jacobi) diffusion, θ = (1, 1), at time 2·duration/(u - l).
+        # Its dual coordinate is logit z = log G_1 - log G_2, with z, 1 - z exact from y.
+        lo, hi = bounds(y)
+        weights = jnp.stack([jax.nn.sigmoid(y), jax.nn.sigmoid(-y)])
+        time = jnp.broadcast_to(2.0 * jnp.asarray(duration, y.dtype) / (hi - lo), weights.shape)
+        log_gamma = _wright_fisher_dual_step(weights, time, 2.0, noise.reshape(2, 2, *y.shape))
+        return log_gamma[0] - log_gamma[1]
+
     return MirrorMap(
         potential=potential,
         to_dual=to_dual,
@@ -298,6 +358,7 @@ def box_mirror_map(lower: jax.typing.ArrayLike, upper: jax.typing.ArrayLike) -> 
         clip=clip,
         project=project,
         boundary_distance=boundary_distance,
+        mirror_diffusion=mirror_diffusion,
     )
 
 
@@ -383,6 +444,14 @@ def simplex_mirror_map() -> MirrorMap:
         clipped = jnp.maximum(x, _effective_margin(margin, x.dtype))
         return clipped / jnp.sum(clipped)
 
+    def simplex_diffusion(y, duration, noise):
+        # Σ x_i(δ_ij - x_j)∂_ij + Σ(1 - (d + 1)x_i)∂_i is twice the generator of Wright–Fisher
+        # with θ_i = 1: Wright–Fisher time 2·duration; y_j = log(x_j/x_0) = log G_j - log G_0.
+        weights = jax.nn.softmax(jnp.concatenate([jnp.zeros((1,), y.dtype), y]))
+        time = 2.0 * jnp.asarray(duration, y.dtype)
+        log_gamma = _wright_fisher_dual_step(weights, time, weights.shape[0], noise[:2])
+        return log_gamma[1:] - log_gamma[0]
+
     return MirrorMap(
         potential=potential,
         to_dual=to_dual,
@@ -396,4 +465,7 @@ def simplex_mirror_map() -> MirrorMap:
         clip=clip,
         project=_project_onto_simplex,
         boundary_distance=lambda x: _finite_or_nan(x, coordinate_min(x)),
+        # Σ x_i(δ_ij - x_j)∂_ij + Σ(1 - (d + 1)x_i)∂_i is Wright–Fisher's generator (θ_i = 1)
+        # at twice its time scale.
+        mirror_diffusion=simplex_diffusion,
     )

@@ -36,9 +36,26 @@ def test_smoke_profile_end_to_end(tmp_path):
     assert (parts[0]["status"] == "pass") == expected_a
     # The exact 1-D mean is the note's check value.
     assert checks["linear_primal"]["exact"][0] == pytest.approx(0.280938, abs=1e-6)
-    # MMFLD and the dual scheme never put a particle on the boundary, even at smoke size.
-    for key in ("linear_primal", "linear_dual", "box_primal", "simplex_primal"):
+    # MMFLD and the dual schemes never put a particle on the boundary, even at smoke size.
+    for key in (
+        "linear_primal",
+        "linear_dual",
+        "linear_dual_split",
+        "box_primal",
+        "box_dual",
+        "box_dual_split",
+        "simplex_primal",
+    ):
         assert checks[key]["max_boundary_fraction"] == 0.0
+    # The interacting box's dual and split errors are reported (issue 42), against the same
+    # fixed point as the primal run's.
+    for scheme in ("dual", "dual_split"):
+        box = checks[f"box_{scheme}"]
+        assert box["exact"] == checks["box_primal"]["exact"]
+        np.testing.assert_allclose(
+            box["abs_error"], np.abs(np.asarray(box["mean"]) - box["exact"]), rtol=1e-12
+        )
+        assert f"{max(box['abs_error']):.4f}" in parts[0]["measured"]
     network = metrics["network"]
     assert network["mmfld"]["min_boundary_distance"] > 0
     assert (parts[1]["status"] == "pass") == (

@@ -140,7 +140,7 @@ def test_objective_and_entropy_estimates_in_info(x64):
     assert float(particles.nearest_neighbour_entropy(samples)) == pytest.approx(expected, abs=0.06)
 
 
-@pytest.mark.parametrize("scheme", ["primal", "dual", "projected"])
+@pytest.mark.parametrize("scheme", ["primal", "dual", "dual_split", "projected"])
 def test_one_device_pmap_and_shard_map_on_eight_devices_agree(scheme):
     mesh = make_mesh((8,), ("particles",))
     functional, mirror_map, positions = _workers.problem()
