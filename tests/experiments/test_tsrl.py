@@ -114,7 +114,7 @@ def test_smoke_profile_end_to_end(tmp_path):
         tmp_path,
         profile="smoke",
         num_parts=9,
-        figures={"tsrl.png", "tsrl_sequence.png"},
+        figures={"tsrl.png"},
         allow_unresolved=True,
     )
     metrics, parts = stored["metrics"], stored["verdict"]["parts"]
