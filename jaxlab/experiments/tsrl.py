@@ -36,11 +36,17 @@ TSRL K = 16 keeps >= 80% of its clean quality and beats single pairwise at ε = 
 own part: (d) TSRL (K = 8) beats both baselines on the toy (seed mean and every seed); (e) its
 standardised reward variance is below theirs; (f) its gain grows over K ∈ {1, 2, 4, 8, 16};
 (g) on the sequence policy, TSRL minus each baseline (held-out, paired, at each arm's best lr):
-*pass* when both 95% t-intervals lie above 0, *fail* when one lies below 0, *unresolved* when
-one contains 0, an arm's best lr is on its grid's edge, or fewer than 10 seeds decide. (h) The
-note's reference checks 1-4. (i) No run a verdict reads (the toy's arms; each sequence arm at
-its lr, tuning and held-out seeds) skipped more than 1% of its GRPO updates; skipped counts
-per arm and seed are stored in ``result.json``.
+*pass* when both 95% t-intervals lie above 0, *fail* when one lies below 0, otherwise
+*unresolved* (an interval contains 0), and *unresolved* too when an arm's best lr is on its
+grid's edge or fewer than 10 seeds decide. (h) The note's reference checks 1-4. (i) No run a
+verdict reads (the toy's arms; each sequence arm at its lr, tuning and held-out seeds) skipped
+more than 1% of its GRPO updates; skipped counts per arm and seed are stored in
+``result.json``.
+
+Quick (seed 0): the note's rule holds on the toy; on the sequence policy every arm's best lr
+is inside the grid (0.005; 0.002 at equal calls) and on the held-out seeds TSRL minus single
+comparison is -0.050 [-0.098, -0.001] (TSRL minus the rubric +0.151 [+0.081, +0.221]), so (g)
+fails; at equal judge calls single comparison leads by 0.071 [0.013, 0.130].
 """
 
 from __future__ import annotations
