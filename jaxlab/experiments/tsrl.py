@@ -123,6 +123,7 @@ MIN_PAIRED_SEEDS = 10  # the issue's ">= 10 paired seeds" (3 seeds tied at one s
 EQUAL_CALLS_ARM = "single_equal_calls"  # single comparison with TSRL's judge calls (more steps)
 
 _KINDS = ("pointwise", "single", "round_robin", "tsrl")
+_SEQUENCE_KINDS = ("pointwise", "single", "tsrl")  # compiled into the sequence program
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,8 +213,8 @@ def _arms(config: TSRLConfig) -> list[tuple[str, str, int, float]]:
     return arms
 
 
-def _reward(kind, mask, flip, quality_fn, offset_fn, anchors, tau, beta):
-    """A grouped reward (vmapped over prompts) of the arm's kind (an index into ``_KINDS``)."""
+def _reward(kind, mask, flip, quality_fn, offset_fn, anchors, tau, beta, kinds=_KINDS):
+    """A grouped reward (vmapped over prompts) of the arm's kind (an index into ``kinds``)."""
     judge = synthetic_pairwise_judge(
         quality_fn, temperature=tau, position_bias=beta, flip_prob=flip
     )
@@ -221,17 +222,17 @@ def _reward(kind, mask, flip, quality_fn, offset_fn, anchors, tau, beta):
 
     def one(key, responses, prompt):
         k1, k2, k3, k4 = jax.random.split(key, 4)
-        options = (
-            lambda: pointwise_reward(k1, rubric, responses, prompt)[0],
-            lambda: single_pairwise_reward(k2, judge, responses, prompt)[0],
-            lambda: round_robin_reward(k3, judge, responses, prompt)[0],
-            lambda: win_rate_reward(
+        options = {
+            "pointwise": lambda: pointwise_reward(k1, rubric, responses, prompt)[0],
+            "single": lambda: single_pairwise_reward(k2, judge, responses, prompt)[0],
+            "round_robin": lambda: round_robin_reward(k3, judge, responses, prompt)[0],
+            "tsrl": lambda: win_rate_reward(
                 k4, judge, responses, anchors[prompt], prompt, anchor_mask=mask
             )[0],
-        )
+        }
         # One branch runs when the kind is a traced scalar (the sequence runs); vmapped over arms
         # (the toy), every branch runs and the kind selects.
-        return jax.lax.switch(kind, options)
+        return jax.lax.switch(kind, [options[name] for name in kinds])
 
     def reward_fn(key, tokens, prompts):
         return jax.vmap(one)(jax.random.split(key, prompts.shape[0]), tokens, prompts)
@@ -378,10 +379,10 @@ def _sequence_program(config: TSRLConfig, sample_fn, log_prob_fn):
         draw = lambda kk, q: sample_fn(params, kk, q[None], None)[0]  # noqa: E731
         anchors = select_anchors(anchor_key, draw, jnp.arange(p), k)
         offset = lambda q: task.rubric_bias[q]  # noqa: E731
+        tau, beta = config.temperature, config.position_bias
         reward_fn = _reward(
-            kind, jnp.ones(k), 0.0, task.quality_fn, offset, anchors,
-            config.temperature, config.position_bias,
-        )  # fmt: skip
+            kind, jnp.ones(k), 0.0, task.quality_fn, offset, anchors, tau, beta, _SEQUENCE_KINDS
+        )
         init, step = grpo(sample_fn, log_prob_fn, reward_fn, optax.adam(lr), group_size=g)
 
         def body(i, carry):
@@ -407,9 +408,12 @@ def _policies(config: TSRLConfig, seeds: range):
     params = []
     for seed in seeds:
         policy = AutoregressivePolicy(
-            config.seq_vocab, config.seq_length, num_prompts=config.seq_prompts,
-            hidden=config.seq_hidden, rngs=nnx.Rngs(seed),
-        )  # fmt: skip
+            config.seq_vocab,
+            config.seq_length,
+            num_prompts=config.seq_prompts,
+            hidden=config.seq_hidden,
+            rngs=nnx.Rngs(seed),
+        )
         params_i, sample_fn, log_prob_fn = split_policy(policy)
         params.append(params_i)
     return jax.tree.map(lambda *xs: jnp.stack(xs), *params), sample_fn, log_prob_fn
@@ -454,8 +458,8 @@ def _run_sequence(config: TSRLConfig, rng_key, progress: Progress) -> dict:
 
     def run(kind, steps, lr, which):
         keys, params = seeds[which]
-        out = program(keys, params, jnp.int32(_KINDS.index(kind)), jnp.float32(lr),
-                      jnp.int32(steps))  # fmt: skip
+        index = jnp.int32(_SEQUENCE_KINDS.index(kind))
+        out = program(keys, params, index, jnp.float32(lr), jnp.int32(steps))
         quality, win, skipped, flat = (np.asarray(x).tolist() for x in jax.block_until_ready(out))
         return {"quality": quality, "win_rate": win, "skipped": skipped, "flat_groups": flat}
 
@@ -476,8 +480,8 @@ def _run_sequence(config: TSRLConfig, rng_key, progress: Progress) -> dict:
     tsrl = f"tsrl_k{config.seq_anchors}"
     differences = {}
     for other in ("single", "pointwise", EQUAL_CALLS_ARM):
-        diff = np.subtract(results[tsrl]["held_out"]["quality"],
-                           results[other]["held_out"]["quality"])  # fmt: skip
+        held_out = (results[name]["held_out"]["quality"] for name in (tsrl, other))
+        diff = np.subtract(*held_out)
         mean, low, high = t_interval(diff, CONFIDENCE)
         differences[other] = {"per_seed": diff.tolist(), "mean": mean, "low": low, "high": high}
     return {
@@ -687,8 +691,9 @@ def _sequence_panels(config, seq, left, right):
     diffs = seq["differences"]
     names = list(diffs)
     means = [diffs[n]["mean"] for n in names]
-    err = [[m - diffs[n]["low"] for n, m in zip(names, means, strict=True)],
-           [diffs[n]["high"] - m for n, m in zip(names, means, strict=True)]]  # fmt: skip
+    lows = [m - diffs[n]["low"] for n, m in zip(names, means, strict=True)]
+    highs = [diffs[n]["high"] - m for n, m in zip(names, means, strict=True)]
+    err = [lows, highs]
     right.errorbar(range(len(names)), means, yerr=err, fmt="o", capsize=4)
     right.axhline(0.0, color="k", lw=1)
     right.set_xticks(range(len(names)), [f"{seq['tsrl']} - {n}" for n in names], fontsize=7)
