@@ -32,7 +32,13 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_array, check_bool, check_int
+from jaxlab._src.validation import (
+    check_array,
+    check_bool,
+    check_int,
+    is_concrete,
+    tree_all_finite,
+)
 
 __all__ = [
     "dequantize",
@@ -136,6 +142,11 @@ def quantize(w: ArrayLike, scale: ArrayLike, zero: ArrayLike, *, bits: int) -> j
     Returns:
       uint8 codes of ``w``'s shape, in ``[0, 2^b − 1]``.
 
+    Raises:
+      ValueError: ``w`` holds a NaN or infinite entry (it has no code; a cast would silently
+        make it 0). Under ``jit`` the check cannot run on traced weights: use
+        :func:`quantize_uniform`, whose NaN output propagates, or check before tracing.
+
     Examples:
       >>> import jax.numpy as jnp
       >>> w = jnp.array([[0.31, -0.72, 0.15, 0.98]])
@@ -148,7 +159,14 @@ def quantize(w: ArrayLike, scale: ArrayLike, zero: ArrayLike, *, bits: int) -> j
     if w.ndim < 1:
         raise ValueError(f"w must have at least one axis, got shape {w.shape}")
     scale, zero = _check_params(w, scale, zero)
-    return _codes(w, scale, zero, float(2**bits - 1)).astype(jnp.uint8)
+    codes = _codes(w, scale, zero, float(2**bits - 1))
+    if is_concrete(codes) and not bool(tree_all_finite(codes)):
+        bad = int(jnp.sum(~jnp.isfinite(codes)))
+        raise ValueError(
+            f"w, scale and zero must give finite values: {bad} entries of w / scale + zero are "
+            "NaN or infinite and have no integer code (check w for NaN/inf and scale > 0)"
+        )
+    return codes.astype(jnp.uint8)
 
 
 def dequantize(codes: ArrayLike, scale: ArrayLike, zero: ArrayLike) -> jax.Array:
