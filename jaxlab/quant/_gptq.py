@@ -305,6 +305,7 @@ def check_grid(grid: Any) -> str:
 def _gptq_kernel(
     w,
     u,
+    inv_diag,
     metrics,
     qmax,
     fixed_scale,
@@ -337,12 +338,12 @@ def _gptq_kernel(
             return _grid_search(wg_t.T, metrics[index], qmax, symmetric, num_ratios)
         return _minmax(wg_t.T, qmax, symmetric)
 
-    def columns(lo, count, wb, cb, eb, ub, scale, zero):
+    def columns(lo, count, wb, cb, eb, ub, ib, scale, zero):
         def column(j, c):
             wb, cb, eb = c
             x = wb[j]
             code = jnp.clip(jnp.round(x / scale) + zero, 0.0, qmax)
-            err = (x - scale * (code - zero)) / ub[j, j]
+            err = (x - scale * (code - zero)) * ib[j]  # ib = 1/U_jj (float64, then rounded)
             wb = wb - ub[j][:, None] * err[None, :]  # ub[j, :j] = 0: only later columns move
             return wb, cb.at[j].set(code), eb.at[j].set(err)
 
@@ -353,6 +354,7 @@ def _gptq_kernel(
         start = b * block
         wb = jax.lax.dynamic_slice(wt, (start, 0), (block, r))
         ub = jax.lax.dynamic_slice(u, (start, start), (block, block))
+        ib = jax.lax.dynamic_slice(inv_diag, (start,), (block,))
         cb = eb = jnp.zeros((block, r), w.dtype)
         if group >= block:  # a group starts at this block's first column, or continues
             index = start // group
@@ -365,7 +367,7 @@ def _gptq_kernel(
             )
             scales = jax.lax.dynamic_update_slice(scales, scale[None], (index, 0))
             zeros = jax.lax.dynamic_update_slice(zeros, zero[None], (index, 0))
-            wb, cb, eb = columns(0, block, wb, cb, eb, ub, scale, zero)
+            wb, cb, eb = columns(0, block, wb, cb, eb, ub, ib, scale, zero)
         else:  # whole groups inside the block
 
             def group_body(i, c):
@@ -376,7 +378,7 @@ def _gptq_kernel(
                 )
                 scales = jax.lax.dynamic_update_slice(scales, scale[None], (index, 0))
                 zeros = jax.lax.dynamic_update_slice(zeros, zero[None], (index, 0))
-                wb, cb, eb = columns(i * group, group, wb, cb, eb, ub, scale, zero)
+                wb, cb, eb = columns(i * group, group, wb, cb, eb, ub, ib, scale, zero)
                 return wb, cb, eb, scales, zeros
 
             wb, cb, eb, scales, zeros = jax.lax.fori_loop(
@@ -522,6 +524,7 @@ def gptq(
     codes, scale, zero, losses = _gptq_kernel(
         jnp.asarray(wp),
         jnp.asarray(u, w_host.dtype),
+        jnp.asarray(1.0 / np.diag(u), w_host.dtype),
         metrics,
         jnp.asarray(2**bits - 1, w_host.dtype),
         fixed_scale,
