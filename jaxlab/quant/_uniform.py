@@ -124,7 +124,7 @@ def _grid_search(w, metric, qmax, symmetric: bool, num_ratios: int = NUM_RATIOS)
         e = _values(_codes(w, scale, zero, qmax), scale, zero) - w
         return jnp.sum((e @ metric) * e, axis=-1)  # [r]
 
-    scores = jax.lax.map(lambda sz: score(*sz), (s, z))  # [2K, r]
+    scores = jax.vmap(score)(s, z)  # [2K, r]: one batched product with M, not 2K small ones
     best = jnp.argmin(scores, axis=0)
     rows = jnp.arange(w.shape[0])
     return s[best, rows], z[best, rows]
