@@ -14,7 +14,14 @@ cluster ``c``:
    ``Σ_rows (q_c − w_c) H_cc (q_c − w_c)ᵀ`` against the original weights;
 3. compensate: ``E_c = (w̃_c − q_c) U_cc⁻¹``, ``w̃_R ← w̃_R − E_c U_cR`` (GPTQ's block update).
 
-``k = 1`` without learning is GPTQ. The hard losses of step 2 (global) sum to ``tr(ΔHΔᵀ)``.
+``k = 1`` without learning is GPTQ with the same grid rule (:func:`~jaxlab.quant.gptq` with
+``grid="search"``, or both with ``grid="minmax"``). The hard losses of step 2 (global) sum to
+``tr(ΔHΔᵀ)``.
+
+**Rounding budget**: the reference's 2000 AdaRound iterations at lr 0.015 (the defaults). The
+cosine schedule's summed step ``0.65 · lr · T`` must exceed ``ln 11 ≈ 2.40``, the distance a
+logit started at ``h⁻¹(1/2) = 0`` travels to make ``h(V)`` exactly 0 or 1; at 200 iterations it
+is 1.95 and about half the weights end soft.
 
 **AdaRound** per weight: a logit ``V``, ``h(V) = clip(σ(V)(ζ − γ) + γ, 0, 1)`` with
 ``γ = −0.1, ζ = 1.1``, soft weight ``s (clip(⌊w̃/s⌋ + h(V) + z, 0, q_max) − z)``, ``V`` started at

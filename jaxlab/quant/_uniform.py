@@ -159,12 +159,18 @@ def quantize(w: ArrayLike, scale: ArrayLike, zero: ArrayLike, *, bits: int) -> j
     if w.ndim < 1:
         raise ValueError(f"w must have at least one axis, got shape {w.shape}")
     scale, zero = _check_params(w, scale, zero)
+    if is_concrete(w) and not bool(tree_all_finite(w)):
+        bad = int(jnp.sum(~jnp.isfinite(w)))
+        raise ValueError(
+            f"w must be finite: {bad} NaN/inf weights have no integer code (a cast would make a "
+            "NaN code 0 and clip an inf to the end of the grid)"
+        )
     codes = _codes(w, scale, zero, float(2**bits - 1))
     if is_concrete(codes) and not bool(tree_all_finite(codes)):
         bad = int(jnp.sum(~jnp.isfinite(codes)))
         raise ValueError(
-            f"w, scale and zero must give finite values: {bad} entries of w / scale + zero are "
-            "NaN or infinite and have no integer code (check w for NaN/inf and scale > 0)"
+            f"scale and zero must give finite codes: {bad} entries of w / scale + zero are NaN "
+            "(check scale > 0 and finite)"
         )
     return codes.astype(jnp.uint8)
 

@@ -196,11 +196,24 @@ probes(
     ),
     raises(
         "method",
-        lambda: quant.quantize_model(_Tiny(), W, _nan_method),
+        lambda: quant.quantize_model(_TinyNet(), W, _nan_method),
         ValueError,
         "NaN weights returned",
     ),
 )
+
+
+def _TinyNet():
+    from flax import nnx
+
+    class Net(nnx.Module):
+        def __init__(self):
+            self.linear = nnx.Linear(4, 3, rngs=nnx.Rngs(0))
+
+        def __call__(self, x):
+            return self.linear(x)
+
+    return Net()
 
 
 def _nan_method(name, w, h):
