@@ -160,50 +160,61 @@ def check_params(params: Any, rows: int, num_groups: int, dtype) -> tuple | None
     return tuple(out)
 
 
-def _info(w, weight, h, *, column_losses=None, extra=None, dead=0, damping=0.0) -> QuantInfo:
-    empty = jnp.zeros((0,), weight.dtype)
+@functools.partial(jax.jit, static_argnames="d")
+def _finish(codes_perm, scale, zero, inverse, group_index, w, h, *, d):
+    """Un-permuted codes, dequantized weights and the error diagnostics, in one program."""
+    codes = codes_perm[:, :d][:, inverse]
+    weight = scale[:, group_index] * (codes - zero[:, group_index])
     if h is None:
         error = relative = jnp.asarray(jnp.nan, weight.dtype)
     else:
-        hh = jnp.asarray(h, weight.dtype)
-        wj = jnp.asarray(w, weight.dtype)
-        delta = wj - weight
-        error = jnp.sum((delta @ hh) * delta)
-        relative = error / jnp.sum((wj @ hh) * wj)
-    extra = extra or {}
-    return QuantInfo(
-        layer_error=error,
-        relative_error=relative,
-        column_losses=empty if column_losses is None else column_losses,
-        warmup_recon=extra.get("warmup_recon", empty),
-        warmup_reg=extra.get("warmup_reg", empty),
-        hard_fraction=extra.get("hard_fraction", empty),
-        nonfinite_count=jnp.sum(~jnp.isfinite(weight), dtype=jnp.int32),
-        dead_columns=int(dead),
-        damping=float(damping),
-    )
+        delta = w - weight
+        error = jnp.sum((delta @ h) * delta)
+        relative = error / jnp.sum((w @ h) * w)
+    nonfinite = jnp.sum(~jnp.isfinite(weight), dtype=jnp.int32)
+    return weight, codes.astype(jnp.uint8), error, relative, nonfinite
 
 
 def assemble(codes_perm, scale, zero, perm, d: int, group: int, w, h, **info) -> QuantizedWeight:
     """Un-permutes processing-order codes (padded) into a :class:`QuantizedWeight`."""
     perm = np.asarray(perm)
-    codes_perm = jnp.asarray(codes_perm)[:, :d]
     groups = scale.shape[1]
     group_of_position = np.minimum(np.arange(d) // group, groups - 1)
     group_index = np.empty(d, np.int32)
     group_index[perm] = group_of_position
-    inverse = np.argsort(perm)
-    codes = codes_perm[:, inverse]
-    g = jnp.asarray(group_index)
-    weight = scale[:, g] * (codes - zero[:, g])
+    inverse = np.argsort(perm).astype(np.int32)
+    dtype = scale.dtype
+    weight, codes, error, relative, nonfinite = _finish(
+        codes_perm,
+        scale,
+        zero,
+        inverse,
+        group_index,
+        np.asarray(w, dtype),
+        None if h is None else np.asarray(h, dtype),
+        d=d,
+    )
+    empty = jnp.zeros((0,), dtype)
+    extra = info.get("extra") or {}
+    column_losses = info.get("column_losses")
     return QuantizedWeight(
         weight=weight,
-        codes=codes.astype(jnp.uint8),
+        codes=codes,
         scale=scale,
         zero=zero,
-        group_index=g,
+        group_index=jnp.asarray(group_index),
         permutation=jnp.asarray(perm, jnp.int32),
-        info=_info(w, weight, h, **info),
+        info=QuantInfo(
+            layer_error=error,
+            relative_error=relative,
+            column_losses=empty if column_losses is None else column_losses,
+            warmup_recon=extra.get("warmup_recon", empty),
+            warmup_reg=extra.get("warmup_reg", empty),
+            hard_fraction=extra.get("hard_fraction", empty),
+            nonfinite_count=nonfinite,
+            dead_columns=int(info.get("dead", 0)),
+            damping=float(info.get("damping", 0.0)),
+        ),
     )
 
 
