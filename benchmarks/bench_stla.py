@@ -4,12 +4,17 @@ The peer is GPTQ written directly in NumPy (float32, host): Hessian damping, the
 of ``H⁻¹``, then the column recursion ``q_j = Q(w̃_j)``, ``e_j = (w̃_j − q_j)/U_jj``,
 ``w̃_{j+1:} −= e_j U_{j, j+1:}`` with lazy updates in blocks of 128 columns and per-group min-max
 grids, as in the GPTQ paper. The candidates are :func:`jaxlab.quant.gptq` (same settings) and
-:func:`jaxlab.quant.stla` (group = cluster = 128, 200 AdaRound iterations, SpinCluster order), timed
-interleaved with the peer in the same run, on one ``r × d`` layer of a correlated synthetic layer
-(:func:`jaxlab.quant.correlated_layer`) per width. Both include their host-side preparation.
-``ratio`` = candidate time / NumPy GPTQ time; STLA learns every cluster's rounding with 200 Adam
-steps, so its ratio is the cost of that learning (the issue asks for it as a multiple of GPTQ's).
-No targets: the ratios are the result.
+:func:`jaxlab.quant.stla` (group = cluster = 128, its default 2000 AdaRound iterations,
+SpinCluster order), timed interleaved with the peer in the same run, on one ``r × d`` layer of a
+correlated synthetic layer (:func:`jaxlab.quant.correlated_layer`) per width. Both include their
+host-side preparation (and jaxlab's GPTQ its ``info``: the layer error ``tr(ΔHΔᵀ)``).
+
+Target: jaxlab's GPTQ at most as slow as the NumPy GPTQ (``ratio <= 1``) at every width: the same
+arithmetic, so a JAX implementation slower than NumPy on the same CPU is a defect. STLA has no
+target; ``stla_over_gptq`` reports its time as a multiple of jaxlab's GPTQ (the price of learning
+every cluster's rounding). ``codes_equal_to_peer`` is the fraction of GPTQ codes equal to the
+NumPy peer's (float32 on both sides, but a different factorisation of ``H⁻¹``: rare ties may
+flip).
 
 Run: ``python -m benchmarks stla`` or ``python -m benchmarks.bench_stla [smoke]``.
 """
@@ -30,14 +35,18 @@ __all__ = ["run"]
 _SIZES = {
     # widths, rows, group = cluster, AdaRound iterations, timed rounds, warm-up rounds
     "smoke": ((64, 128), 32, 32, 20, 3, 1),
-    "default": ((256, 512, 1024, 2048), 512, 128, 200, 3, 1),
+    "default": ((256, 512, 1024, 2048), 512, 128, 2000, 3, 1),
 }
+# GPTQ must be at least as fast as the NumPy GPTQ of the same maths.
+GPTQ_TARGET_RATIO = 1.0
 _BITS = 3
 _BLOCK = 128
 
 
-def numpy_gptq(w: np.ndarray, h: np.ndarray, bits: int, group: int, damp: float = 0.01):
-    """GPTQ in NumPy (float32 loop, float64 Cholesky): returns the dequantized weights."""
+def numpy_gptq(
+    w: np.ndarray, h: np.ndarray, bits: int, group: int, damp: float = 0.01, codes: bool = False
+):
+    """GPTQ in NumPy (float32 loop, float64 Cholesky): the dequantized weights (or codes)."""
     qmax = 2**bits - 1
     w = np.array(w, np.float32)
     h = np.array(h, np.float64)
@@ -48,6 +57,7 @@ def numpy_gptq(w: np.ndarray, h: np.ndarray, bits: int, group: int, damp: float 
     u = np.linalg.cholesky(np.linalg.inv(h)).T.astype(np.float32)
     d = w.shape[1]
     q = np.zeros_like(w)
+    c = np.zeros(w.shape, np.uint8)
     for b0 in range(0, d, _BLOCK):
         b1 = min(b0 + _BLOCK, d)
         errors = np.zeros((w.shape[0], b1 - b0), np.float32)
@@ -60,12 +70,13 @@ def numpy_gptq(w: np.ndarray, h: np.ndarray, bits: int, group: int, damp: float 
                 scale[scale == 0] = 2.0 / qmax
                 zero = np.round(-w_min / scale)
             code = np.clip(np.round(w[:, j] / scale) + zero, 0, qmax)
+            c[:, j] = code
             q[:, j] = scale * (code - zero)
             err = (w[:, j] - q[:, j]) / u[j, j]
             w[:, j:b1] -= np.outer(err, u[j, j:b1])
             errors[:, j - b0] = err
         w[:, b1:] -= errors @ u[b0:b1, b1:]
-    return q
+    return c if codes else q
 
 
 def run(size: str = "default") -> dict:
@@ -77,7 +88,8 @@ def run(size: str = "default") -> dict:
 
     Returns:
       ``{"name", "peer", "size", "shape", "rows": [{"case", "step_time_s", "peer_step_time_s",
-      "ratio", "target_ratio", "meets_target", "relative_error", "peer_relative_error"}, ...]}``.
+      "ratio", "target_ratio", "meets_target", "relative_error", "peer_relative_error"} plus
+      ``codes_equal_to_peer`` (GPTQ) or ``stla_over_gptq`` (STLA), ...]}``.
 
     Examples:
       >>> report = run("smoke")  # doctest: +SKIP
@@ -103,19 +115,25 @@ def run(size: str = "default") -> dict:
         reference = numpy_gptq(w, h, _BITS, group)
         delta = reference - w
         peer_error = float(np.sum((delta @ h) * delta) / np.sum((w @ h) * w))
+        ours = candidates["gptq"]()
+        same = float(np.mean(np.asarray(ours.codes) == numpy_gptq(w, h, _BITS, group, codes=True)))
         for name, fn in candidates.items():
-            rows.append(
-                {
-                    "case": f"{name} d={d}",
-                    "step_time_s": times[name],
-                    "peer_step_time_s": times["peer"],
-                    "ratio": times[name] / times["peer"],
-                    "target_ratio": None,
-                    "meets_target": None,
-                    "relative_error": float(fn().info.relative_error),
-                    "peer_relative_error": peer_error,
-                }
-            )
+            ratio = times[name] / times["peer"]
+            row = {
+                "case": f"{name} d={d}",
+                "step_time_s": times[name],
+                "peer_step_time_s": times["peer"],
+                "ratio": ratio,
+                "target_ratio": GPTQ_TARGET_RATIO if name == "gptq" else None,
+                "meets_target": bool(ratio <= GPTQ_TARGET_RATIO) if name == "gptq" else None,
+                "relative_error": float(fn().info.relative_error),
+                "peer_relative_error": peer_error,
+            }
+            if name == "gptq":
+                row["codes_equal_to_peer"] = same
+            else:
+                row["stla_over_gptq"] = times[name] / times["gptq"]
+            rows.append(row)
     return {
         "name": "stla",
         "peer": "GPTQ in NumPy (same maths, lazy blocks of 128, per-group min-max)",

@@ -7,24 +7,26 @@ the columns by SpinCluster (Hessian-guided). We measure (``notes/stla.md``):
 * **Synthetic layers** (the note's gating check): ``r = 64, d = 128``, ``n = 2048`` tokens of
   :func:`jaxlab.quant.correlated_layer` (rank-16 signal plus noise, log-normal feature scales),
   3 bits, per-row (scale, zero) from one grid search with metric ``H`` shared by every arm,
-  clusters of 16, 1 % damping, 3 seeds. Arms: RTN, GPTQ (natural / act order) and STLA
-  {local, global} x {none, spin}. Metric: relative output error ``tr(ΔHΔᵀ)/tr(WHWᵀ)``. Also per
-  group (group = cluster = 32) at 4, 3 and 2 bits for RTN, GPTQ, GPTQ-act and STLA.
-* **Small transformer**: a byte-level PreNorm :class:`jaxlab.nn.SimpleGPT` (2 layers, d = 128,
-  d_ff = 352) trained on the Python standard library's sources, every linear layer quantized
-  block-sequentially by :func:`jaxlab.quant.quantize_model` (each stage sees the quantized
-  model's activations) at 4, 3 and 2 bits, group = cluster = 32, from 64 calibration windows of
-  64 tokens, 3 calibration seeds: validation loss (nats/byte; perplexity ``e^loss``) for RTN,
-  GPTQ, GPTQ-act, STLA-global-spin and, at 3 bits, its ablations (local loss; no ordering),
-  quantization wall time (compilation excluded: every kernel is compiled before timing). The
-  model trains for 500 steps of 32 x 64 bytes (about a minute on 2 cores).
+  clusters of 16, 1 % damping, 3 seeds, STLA at the reference's rounding budget (2000 AdaRound
+  iterations at lr 0.015). Arms: RTN, GPTQ (natural / act order) and STLA {local, global} x
+  {none, spin}; beside them RTN/GPTQ/GPTQ-act on their own min-max grids. Metric: relative
+  output error ``tr(ΔHΔᵀ)/tr(WHWᵀ)``. Also per group (group = cluster = 32) at 4, 3 and 2 bits,
+  every arm on the same grid rule (each group's grid searched against the Hessian when the group
+  starts: ``S_g`` for the compensating methods, ``H_gg`` for RTN), min-max beside.
+* **Language model**: a byte-level PreNorm :class:`jaxlab.nn.SimpleGPT` (quick: d = 128, 4
+  layers, 400 steps of 16 x 64 bytes; full: d = 256, 4 layers) trained on the Python standard
+  library's sources, every linear layer quantized block-sequentially by
+  :func:`jaxlab.quant.quantize_model` at 3 and 2 bits, group = cluster = 32, on the searched grid
+  for every arm (RTN, GPTQ, GPTQ-act, STLA-global-spin; min-max RTN and GPTQ-act beside), from 5
+  calibration sets, each scored on 8 held-out byte blocks of the validation split.
 
-**Verdict** (the note's rule gates): (1) global < local for STLA in both orders, (2) spin < none
-for STLA-global, (3) STLA-global-spin ≤ 1.02 x GPTQ-act, each in at least 2 of 3 seeds on the
-synthetic layer; the note calls (1)+(2)+(3) *supported* and (1)+(2) alone *partly supported*.
-(4) The issue's target, reported beside it as its own part: on the language model at 3 and 2
-bits the seed-mean validation loss orders STLA < GPTQ (both orders) < RTN. STLA's time as a
-multiple of GPTQ's is reported. The prototype in the note expected (1), (2) and near parity in (3).
+**Verdict**: (1) global < local for STLA in both orders and (2) spin < none for STLA-global, each
+in at least 2 of 3 seeds (the note's rule; *supported* needs (3) too, *partly supported* (1) and
+(2)); (3) STLA-global-spin <= act-order GPTQ on the per-channel layer in at least 2 of 3 seeds;
+(4, 5) at 3 and at 2 bits the language model orders STLA < GPTQ (both orders) < RTN: every
+difference's 95 % paired interval (crossed bootstrap over calibration seeds and held-out blocks)
+excludes 0 in the claimed direction (pass), one excludes it the other way (fail), else
+``unresolved``. STLA's quantization time as a multiple of GPTQ's is reported.
 """
 
 from __future__ import annotations
@@ -74,11 +76,18 @@ CLAIM = (
 
 # The note's rule: each comparison must hold in at least this fraction of the seeds (2 of 3).
 MIN_SEED_FRACTION = 2 / 3
-# Part 3: STLA-global-spin within 2 % of GPTQ-act counts as matching it (the note's tolerance;
-# its prototype found parity at 200 AdaRound iterations).
-PARITY_FACTOR = 1.02
-# Part 4 (the issue's target) is judged at these bit widths.
+# Part 3 (the issue's gate at the reference's rounding budget): STLA-global-spin at most this
+# multiple of act-order GPTQ's error on the per-channel layer. 1.00: STLA must match or beat it;
+# the note's prototype found 0.95 at 2000 iterations, and the note's own 2 % slack (1.02) was
+# set for the 200-iteration budget that could not make the rounding hard.
+MAX_RATIO_TO_GPTQ_ACT = 1.00
+# The language-model parts are judged at these bit widths.
 ISSUE_BITS = (3, 2)
+# Paired intervals on the language model: two-sided 95 % percentile intervals of the mean
+# difference in validation loss, from a crossed bootstrap that resamples calibration seeds and
+# held-out byte blocks independently (both are sampling variation the claim must survive).
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 4000
 SYNTHETIC_ARMS = (
     "rtn",
     "gptq",
@@ -88,11 +97,18 @@ SYNTHETIC_ARMS = (
     "stla_local_spin",
     "stla_global_spin",
 )
+# Every compared arm uses the Hessian-searched grid; min-max grids are reported beside them.
+MINMAX_ARMS = ("rtn_minmax", "gptq_minmax", "gptq_act_minmax")
 GROUPED_ARMS = ("rtn", "gptq", "gptq_act", "stla_global_spin")
 LM_METHODS = ("rtn", "gptq", "gptq_act", "stla_global_spin")
-# The ablations of STLA on the language model, at one bit width (they cost a model pass each).
-LM_ABLATIONS = ("stla_local_spin", "stla_global_none")
-ABLATION_BITS = 3
+LM_BESIDE = ("rtn_minmax", "gptq_act_minmax")
+# The claimed order on the language model: (better, worse) pairs.
+LM_PAIRS = (
+    ("stla_global_spin", "gptq"),
+    ("stla_global_spin", "gptq_act"),
+    ("gptq", "rtn"),
+    ("gptq_act", "rtn"),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,20 +116,26 @@ class STLAConfig(ExperimentConfig):
     """Sizes of the ``stla-ptq`` experiment (``smoke``, ``quick``, ``full``).
 
     Attributes:
-      seeds: synthetic-layer seeds and calibration seeds of the language model.
+      seeds: synthetic-layer seeds.
       syn_rows, syn_cols, syn_tokens, syn_rank: the synthetic layer (r, d, n, signal rank).
       syn_bits: bit width of the per-channel synthetic check.
       syn_cluster: STLA cluster size on the synthetic layer.
       syn_group: group (= cluster) size of the per-group synthetic sweep.
-      bits_grid: bit widths of the per-group sweeps (synthetic and language model).
-      num_iters, learning_rate, round_weight, qkv_round_weight: AdaRound (λ = 1.5 for q/k/v).
+      bits_grid: bit widths of the per-group synthetic sweep.
+      lm_bits: bit widths of the language-model comparison.
+      num_iters, learning_rate, round_weight, qkv_round_weight: AdaRound on the synthetic
+        layers (the reference's 2000 iterations at lr 0.015; λ = 1.5 for q/k/v).
+      lm_num_iters, lm_learning_rate: AdaRound on the language model. Quick uses 300 steps at
+        lr 0.1, a schedule with the same summed step (0.65 lr T = 19.5) as the reference's,
+        far beyond the ln 11 ≈ 2.40 a rounding logit must travel; full uses the reference's.
       lm_d_model, lm_layers, lm_heads, lm_seq_len: the SimpleGPT (PreNorm).
       lm_steps, lm_batch, lm_peak_lr, lm_warmup: its training.
       lm_corpus_bytes: standard-library bytes (90/10 train/validation split).
       lm_group: group = cluster size of the model quantization.
-      calib_windows: calibration windows (of ``lm_seq_len`` tokens) per seed.
-      eval_windows: validation windows of the final loss.
-      stage_eval_windows: validation windows of the per-stage loss.
+      calib_seeds: calibration sets (independent draws of training windows) per method.
+      calib_windows: calibration windows (of ``lm_seq_len`` tokens) per calibration set.
+      eval_blocks: held-out byte blocks (contiguous, equal parts of the validation split).
+      eval_windows: validation windows drawn from each block.
     """
 
     seeds: int = 3
@@ -125,24 +147,28 @@ class STLAConfig(ExperimentConfig):
     syn_cluster: int = 16
     syn_group: int = 32
     bits_grid: tuple[int, ...] = (4, 3, 2)
-    num_iters: int = 200
+    lm_bits: tuple[int, ...] = (3, 2)
+    num_iters: int = 2000
     learning_rate: float = 0.015
     round_weight: float = 1.0
     qkv_round_weight: float = 1.5
+    lm_num_iters: int = 300
+    lm_learning_rate: float = 0.1
     lm_d_model: int = 128
-    lm_layers: int = 2
+    lm_layers: int = 4
     lm_heads: int = 4
     lm_seq_len: int = 64
     lm_ffn_multiplier: float = 1.0
-    lm_steps: int = 500
-    lm_batch: int = 32
+    lm_steps: int = 400
+    lm_batch: int = 16
     lm_peak_lr: float = 3e-3
-    lm_warmup: int = 25
+    lm_warmup: int = 30
     lm_corpus_bytes: int = 1_000_000
     lm_group: int = 32
-    calib_windows: int = 64
-    eval_windows: int = 64
-    stage_eval_windows: int = 8
+    calib_seeds: int = 5
+    calib_windows: int = 32
+    eval_blocks: int = 8
+    eval_windows: int = 16
 
     @classmethod
     def smoke(cls) -> STLAConfig:
@@ -156,6 +182,7 @@ class STLAConfig(ExperimentConfig):
             syn_group=8,
             bits_grid=(3, 2),
             num_iters=20,
+            lm_num_iters=20,
             lm_d_model=32,
             lm_layers=1,
             lm_heads=2,
@@ -166,9 +193,10 @@ class STLAConfig(ExperimentConfig):
             lm_warmup=2,
             lm_corpus_bytes=20_000,
             lm_group=8,
+            calib_seeds=2,
             calib_windows=4,
-            eval_windows=4,
-            stage_eval_windows=4,
+            eval_blocks=3,
+            eval_windows=2,
         )
 
     @classmethod
@@ -177,8 +205,8 @@ class STLAConfig(ExperimentConfig):
 
     @classmethod
     def full(cls) -> STLAConfig:
-        # Accelerator: a wider, deeper model trained longer, the note's 128 calibration windows,
-        # the reference's group = cluster = 128-wide blocks and 2000 AdaRound iterations.
+        # Accelerator: the issue's larger model (d = 256, 4 layers) trained longer, the note's
+        # 128 calibration windows and group = cluster = 128.
         return cls(
             lm_d_model=256,
             lm_layers=4,
@@ -186,21 +214,25 @@ class STLAConfig(ExperimentConfig):
             lm_seq_len=256,
             lm_steps=4000,
             lm_batch=64,
+            lm_num_iters=2000,
+            lm_learning_rate=0.015,
             lm_corpus_bytes=4_000_000,
             lm_group=128,
             calib_windows=128,
-            eval_windows=256,
-            num_iters=2000,
+            eval_blocks=16,
+            eval_windows=32,
         )
 
     def __post_init__(self):
         check_int(self.seeds, "seeds", minimum=2)
+        check_int(self.calib_seeds, "calib_seeds", minimum=2)
+        check_int(self.eval_blocks, "eval_blocks", minimum=2)
         if self.syn_cols % self.syn_cluster or self.syn_cols % self.syn_group:
             raise ValueError("syn_cluster and syn_group must divide syn_cols")
         if self.lm_d_model % self.lm_group:
             raise ValueError(f"lm_group={self.lm_group} must divide lm_d_model={self.lm_d_model}")
-        if not set(ISSUE_BITS) <= set(self.bits_grid):
-            raise ValueError(f"bits_grid must contain {ISSUE_BITS}, got {self.bits_grid}")
+        if not set(ISSUE_BITS) <= set(self.lm_bits):
+            raise ValueError(f"lm_bits must contain {ISSUE_BITS}, got {self.lm_bits}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -208,12 +240,17 @@ class STLAConfig(ExperimentConfig):
 
 
 def _arm(name: str, w, h, *, bits, group, cluster, config, params=None):
-    """One arm on one layer (``params``: fixed per-row grid; ``group`` None = per channel)."""
+    """One arm on one layer: the Hessian-searched grid unless the name ends in ``_minmax``.
+
+    ``params`` fixes a per-row grid shared by every arm (``group`` None = per channel).
+    """
+    grid = "minmax" if name.endswith("_minmax") else "search"
+    name = name.removesuffix("_minmax")
     if name == "rtn":
-        return rtn(w, h, bits=bits, group_size=group, params=params)
+        return rtn(w, h, bits=bits, group_size=group, params=params, grid=grid)
     if name.startswith("gptq"):
         order = "act" if name == "gptq_act" else "none"
-        return gptq(w, h, bits=bits, group_size=group, order=order, params=params)
+        return gptq(w, h, bits=bits, group_size=group, order=order, params=params, grid=grid)
     _, loss, order = name.split("_")
     return stla(
         w,
@@ -224,6 +261,7 @@ def _arm(name: str, w, h, *, bits, group, cluster, config, params=None):
         loss=loss,
         order=order,
         params=params,
+        grid=grid,
         num_iters=config.num_iters,
         learning_rate=config.learning_rate,
         round_weight=config.round_weight,
@@ -231,8 +269,9 @@ def _arm(name: str, w, h, *, bits, group, cluster, config, params=None):
 
 
 def _synthetic(config: STLAConfig, rng_key, progress) -> dict[str, Any]:
-    per_channel = {arm: [] for arm in SYNTHETIC_ARMS}
-    grouped = {str(b): {arm: [] for arm in GROUPED_ARMS} for b in config.bits_grid}
+    per_channel = {arm: [] for arm in SYNTHETIC_ARMS + MINMAX_ARMS}
+    hard = []
+    grouped = {str(b): {arm: [] for arm in GROUPED_ARMS + MINMAX_ARMS} for b in config.bits_grid}
     for seed in progress.track(range(config.seeds), total=config.seeds, description="layers"):
         p = correlated_layer(
             jax.random.fold_in(rng_key, seed),
@@ -242,11 +281,12 @@ def _synthetic(config: STLAConfig, rng_key, progress) -> dict[str, Any]:
             rank=config.syn_rank,
         )
         w, h = np.asarray(p.weight), np.asarray(p.hessian, np.float64)
-        # One grid search with metric H per row, before the column loop, shared by every arm.
+        # One grid search with metric H per row, before the column loop, shared by every arm
+        # (per-channel quantization); the min-max arms use the min-max grid of W instead.
         _, h_damped = prepare_hessian(w, h)
         scale, zero = search_quant_params(w, h_damped, bits=config.syn_bits)
         params = (np.asarray(scale), np.asarray(zero))
-        for arm in SYNTHETIC_ARMS:
+        for arm in SYNTHETIC_ARMS + MINMAX_ARMS:
             out = _arm(
                 arm,
                 w,
@@ -255,15 +295,17 @@ def _synthetic(config: STLAConfig, rng_key, progress) -> dict[str, Any]:
                 group=None,
                 cluster=config.syn_cluster,
                 config=config,
-                params=params,
+                params=None if arm.endswith("_minmax") else params,
             )
             per_channel[arm].append(float(out.info.relative_error))
+            if arm == "stla_global_spin":
+                hard.append(float(np.mean(out.info.hard_fraction)))
         for bits in config.bits_grid:
-            for arm in GROUPED_ARMS:
+            for arm in GROUPED_ARMS + MINMAX_ARMS:
                 g = config.syn_group
                 out = _arm(arm, w, h, bits=bits, group=g, cluster=g, config=config)
                 grouped[str(bits)][arm].append(float(out.info.relative_error))
-    return {"per_channel": per_channel, "grouped": grouped}
+    return {"per_channel": per_channel, "hard_fraction": hard, "grouped": grouped}
 
 
 def _wins(a: list[float], b: list[float]) -> int:
@@ -305,23 +347,35 @@ def _train_model(config: STLAConfig, rng_key, progress):
     return model, train, val, history, time.perf_counter() - start
 
 
-def _evaluator(model, val, windows: int, seq_len: int, key):
-    """A jitted validation loss of models with ``model``'s structure (compiled once)."""
-    tokens, targets = sample_batch(key, val, windows, seq_len)
+def _block_evaluator(model, val, config: STLAConfig, key):
+    """A jitted ``model -> [eval_blocks]`` validation losses, one per held-out byte block."""
+    size = len(val) // config.eval_blocks
+    batches = [
+        sample_batch(
+            jax.random.fold_in(key, b),
+            val[b * size : (b + 1) * size],
+            config.eval_windows,
+            config.lm_seq_len,
+        )
+        for b in range(config.eval_blocks)
+    ]
+    tokens = jax.numpy.stack([t for t, _ in batches])
+    targets = jax.numpy.stack([y for _, y in batches])
     graphdef = nnx.graphdef(model)
 
     @jax.jit
-    def loss(state):
-        return language_model_loss(nnx.merge(graphdef, state), tokens, targets)
+    def losses(state):
+        m = nnx.merge(graphdef, state)
+        return jax.lax.map(lambda ty: language_model_loss(m, *ty), (tokens, targets))
 
-    return lambda m: float(loss(nnx.state(m)))
+    return lambda m: np.asarray(losses(nnx.state(m)), np.float64)
 
 
 def _lm_method(name: str, config: STLAConfig, bits: int):
     g = config.lm_group
 
     def method(layer: str, w, h):
-        if name in ("rtn", "gptq", "gptq_act"):
+        if not name.startswith("stla"):
             return _arm(name, w, h, bits=bits, group=g, cluster=g, config=config)
         _, loss, order = name.split("_")
         qkv = layer.rsplit(".", 1)[-1] in ("q", "k", "v")
@@ -333,26 +387,39 @@ def _lm_method(name: str, config: STLAConfig, bits: int):
             cluster_size=g,
             loss=loss,
             order=order,
-            num_iters=config.num_iters,
-            learning_rate=config.learning_rate,
+            num_iters=config.lm_num_iters,
+            learning_rate=config.lm_learning_rate,
             round_weight=config.qkv_round_weight if qkv else config.round_weight,
         )
 
     return method
 
 
+def _paired_interval(differences: np.ndarray, *, rng_key, resamples: int, confidence: float):
+    """Mean and crossed-bootstrap percentile interval of a ``[seeds, blocks]`` difference table.
+
+    Each resample draws calibration seeds and held-out blocks independently with replacement
+    and averages the table over the drawn rows and columns.
+    """
+    d = np.asarray(differences, np.float64)
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(rng_key)).ravel().tolist())
+    rows = rng.integers(0, d.shape[0], (resamples, d.shape[0]))
+    cols = rng.integers(0, d.shape[1], (resamples, d.shape[1]))
+    means = np.array([d[np.ix_(r, c)].mean() for r, c in zip(rows, cols, strict=True)])
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return float(d.mean()), float(low), float(high)
+
+
 def _language_model(config: STLAConfig, rng_key, progress) -> dict[str, Any]:
-    train_key, eval_key, calib_key = jax.random.split(rng_key, 3)
+    train_key, eval_key, calib_key, boot_key = jax.random.split(rng_key, 4)
     model, train, val, history, train_s = _train_model(config, train_key, progress)
-    final_loss = _evaluator(model, val, config.eval_windows, config.lm_seq_len, eval_key)
-    stage_loss = _evaluator(
-        model, val, config.stage_eval_windows, config.lm_seq_len, jax.random.fold_in(eval_key, 1)
-    )
+    block_losses = _block_evaluator(model, val, config, eval_key)
     calib = [
         sample_batch(
             jax.random.fold_in(calib_key, s), train, config.calib_windows, config.lm_seq_len
         )[0]
-        for s in range(config.seeds)
+        for s in range(config.calib_seeds)
     ]
     # Compile the quantizer kernels of every layer shape before timing anything.
     shapes = {
@@ -364,42 +431,47 @@ def _language_model(config: STLAConfig, rng_key, progress) -> dict[str, Any]:
         w = np.asarray(jax.random.normal(jax.random.key(0), (d_out, d_in)))
         for name in ("rtn", "gptq", "stla_global_spin"):
             _lm_method(name, config, 3)("warm-up", w, np.eye(d_in))
-    fp_loss = final_loss(model)
-    runs: dict[str, dict[str, Any]] = {str(b): {} for b in config.bits_grid}
-    jobs = [(b, m) for b in config.bits_grid for m in LM_METHODS]
-    jobs += [(ABLATION_BITS, m) for m in LM_ABLATIONS]
+    fp = block_losses(model)
+    runs: dict[str, dict[str, Any]] = {str(b): {} for b in config.lm_bits}
+    jobs = [(b, m) for b in config.lm_bits for m in LM_METHODS + LM_BESIDE]
     for bits, name in progress.track(jobs, total=len(jobs), description="quantizing the LM"):
-        seeds = 1 if name == "rtn" else config.seeds  # RTN uses no calibration data
-        entries = []
+        # RTN's searched grid depends on the calibration Hessian; its min-max grid does not.
+        seeds = 1 if name == "rtn_minmax" else config.calib_seeds
+        table, seconds, nonfinite = [], [], 0
         for s in range(seeds):
-            out = quantize_model(
-                model, calib[s], _lm_method(name, config, bits), loss_fn=stage_loss
-            )
-            layer_errors = [float(r.info.relative_error) for r in out.layers.values()]
-            entries.append(
-                {
-                    "val_loss": final_loss(out.model),
-                    "stage_losses": [out.initial_loss] + [st.loss for st in out.stages],
-                    "seconds": out.quantization_seconds,
-                    "mean_layer_relative_error": float(np.nanmean(layer_errors)),
-                    "nonfinite": int(sum(int(r.info.nonfinite_count) for r in out.layers.values())),
-                }
-            )
-        losses = [e["val_loss"] for e in entries]
+            out = quantize_model(model, calib[s], _lm_method(name, config, bits))
+            table.append(block_losses(out.model).tolist())
+            seconds.append(out.quantization_seconds)
+            nonfinite += sum(int(r.info.nonfinite_count) for r in out.layers.values())
+        table = table * (config.calib_seeds // seeds)
         runs[str(bits)][name] = {
-            "per_seed": entries,
-            "val_loss": losses * (config.seeds if name == "rtn" else 1),
-            "mean": float(np.mean(losses)),
-            "perplexity": float(math.exp(np.mean(losses))),
-            "seconds": float(np.mean([e["seconds"] for e in entries])),
+            "block_losses": table,  # [calibration seed][held-out block]
+            "mean": float(np.mean(table)),
+            "perplexity": float(math.exp(np.mean(table))),
+            "seconds": float(np.mean(seconds)),
+            "nonfinite": nonfinite,
         }
+    intervals = {}
+    for bits in config.lm_bits:
+        for k, (better, worse) in enumerate(LM_PAIRS):
+            diff = np.asarray(runs[str(bits)][better]["block_losses"]) - np.asarray(
+                runs[str(bits)][worse]["block_losses"]
+            )
+            mean, low, high = _paired_interval(
+                diff,
+                rng_key=jax.random.fold_in(boot_key, 10 * bits + k),
+                resamples=BOOTSTRAP_RESAMPLES,
+                confidence=CONFIDENCE,
+            )
+            intervals[f"{bits}:{better}-{worse}"] = {"mean": mean, "low": low, "high": high}
     return {
-        "full_precision_val_loss": fp_loss,
-        "full_precision_perplexity": math.exp(fp_loss),
+        "full_precision_block_losses": fp.tolist(),
+        "full_precision_val_loss": float(np.mean(fp)),
         "train_seconds": train_s,
         "final_train_loss": float(np.mean(history["train_loss"][-20:])),
         "num_params": int(sum(v.size for v in jax.tree.leaves(nnx.state(model, nnx.Param)))),
         "runs": runs,
+        "intervals": intervals,
     }
 
 
@@ -421,14 +493,9 @@ def _note_parts(syn: dict[str, Any], seeds: int):
         )
     ]
     spin = _wins(pc["stla_global_spin"], pc["stla_global_none"])
-    parity = int(
-        sum(
-            s <= PARITY_FACTOR * a
-            for s, a in zip(pc["stla_global_spin"], pc["gptq_act"], strict=True)
-        )
-    )
-    fmt = lambda arm: "/".join(f"{v:.5f}" for v in pc[arm])
     ratio = [s / a for s, a in zip(pc["stla_global_spin"], pc["gptq_act"], strict=True)]
+    parity = int(sum(r <= MAX_RATIO_TO_GPTQ_ACT for r in ratio))
+    fmt = lambda arm: "/".join(f"{v:.5f}" for v in pc[arm])
     parts = [
         check(
             f"(note) global < local Schur objective for STLA in both orders, in >= {need} of "
@@ -445,10 +512,13 @@ def _note_parts(syn: dict[str, Any], seeds: int):
             spin >= need,
         ),
         check(
-            f"(note) STLA-global-spin <= {PARITY_FACTOR} x GPTQ-act, in >= {need} of {seeds} seeds",
+            f"(issue) STLA-global-spin <= {MAX_RATIO_TO_GPTQ_ACT:.2f} x act-order GPTQ on the "
+            f"per-channel layer (one searched grid for every arm), in >= {need} of {seeds} seeds",
             f"{parity}/{seeds} seeds; ratios STLA/GPTQ-act "
             + "/".join(f"{r:.3f}" for r in ratio)
-            + f"; RTN {fmt('rtn')}, GPTQ {fmt('gptq')}, GPTQ-act {fmt('gptq_act')}",
+            + f"; RTN {fmt('rtn')}, GPTQ {fmt('gptq')}, GPTQ-act {fmt('gptq_act')}; beside, "
+            f"min-max grids: GPTQ-act {fmt('gptq_act_minmax')}; STLA hard fraction "
+            + "/".join(f"{v:.3f}" for v in syn["hard_fraction"]),
             parity >= need,
         ),
     ]
@@ -456,100 +526,101 @@ def _note_parts(syn: dict[str, Any], seeds: int):
         "seed_wins": {
             "global_lt_local_both_orders": int(sum(both)),
             "spin_lt_none": spin,
-            "parity_with_gptq_act": parity,
+            "stla_le_gptq_act": parity,
         },
         "needed": need,
         "stla_over_gptq_act": ratio,
     }
 
 
-def _issue_part(lm: dict[str, Any]):
-    runs = lm["runs"]
-    held, lines = [], []
+def _lm_parts(lm: dict[str, Any], config: STLAConfig):
+    runs, intervals = lm["runs"], lm["intervals"]
+    parts = []
     for bits in ISSUE_BITS:
-        m = {name: runs[str(bits)][name]["mean"] for name in LM_METHODS}
-        ok = (
-            m["stla_global_spin"] < min(m["gptq"], m["gptq_act"])
-            and max(m["gptq"], m["gptq_act"]) < m["rtn"]
+        lines, claimed, contradicted = [], True, False
+        for better, worse in LM_PAIRS:
+            iv = intervals[f"{bits}:{better}-{worse}"]
+            claimed &= iv["high"] < 0
+            contradicted |= iv["low"] > 0
+            lines.append(
+                f"{better} - {worse} {iv['mean']:+.5f} [{iv['low']:+.5f}, {iv['high']:+.5f}]"
+            )
+        means = ", ".join(f"{k} {runs[str(bits)][k]['mean']:.4f}" for k in LM_METHODS + LM_BESIDE)
+        parts.append(
+            check(
+                f"(issue) {bits} bits: validation loss of the quantized LM orders "
+                "STLA-global-spin < GPTQ (none and act order) < RTN, every arm on the searched "
+                f"grid; each difference's {CONFIDENCE:.0%} paired interval over "
+                f"{config.calib_seeds} calibration seeds x {config.eval_blocks} held-out blocks "
+                "excludes 0 (fail when one excludes it the other way)",
+                "; ".join(lines) + f" (nats/byte); means: {means}; full precision "
+                f"{lm['full_precision_val_loss']:.4f}",
+                not contradicted and claimed,
+                resolved=claimed or contradicted,
+            )
         )
-        held.append(ok)
-        lines.append(f"{bits} bits: " + ", ".join(f"{k} {v:.4f}" for k, v in m.items()))
-    ablation = runs[str(ABLATION_BITS)]
-    lines.append(
-        f"ablations at {ABLATION_BITS} bits: "
-        + ", ".join(f"{k} {ablation[k]['mean']:.4f}" for k in LM_ABLATIONS)
-    )
     time_ratio = {
         str(b): runs[str(b)]["stla_global_spin"]["seconds"] / runs[str(b)]["gptq"]["seconds"]
         for b in runs
     }
-    return check(
-        "(issue) at 3 and 2 bits the seed-mean validation loss of the quantized LM orders "
-        "STLA-global-spin < GPTQ (none and act order) < RTN",
-        "; ".join(lines)
-        + f" (full precision {lm['full_precision_val_loss']:.4f} nats/byte); STLA time / GPTQ "
-        "time " + ", ".join(f"{b} bits {r:.1f}x" for b, r in time_ratio.items()),
-        all(held),
-    ), time_ratio
+    return parts, time_ratio
 
 
 def _figures(config: STLAConfig, syn, lm):
     fig = Figure(figsize=(12, 4.2))
     left, middle, right = fig.subplots(1, 3)
     pc = syn["per_channel"]
-    means = [np.mean(pc[a]) for a in SYNTHETIC_ARMS]
-    low = [np.mean(pc[a]) - np.min(pc[a]) for a in SYNTHETIC_ARMS]
-    high = [np.max(pc[a]) - np.mean(pc[a]) for a in SYNTHETIC_ARMS]
-    left.bar(range(len(SYNTHETIC_ARMS)), means, yerr=[low, high], capsize=3)
-    left.set_xticks(range(len(SYNTHETIC_ARMS)), SYNTHETIC_ARMS, rotation=45, ha="right")
+    arms = SYNTHETIC_ARMS + MINMAX_ARMS
+    means = [np.mean(pc[a]) for a in arms]
+    low = [np.mean(pc[a]) - np.min(pc[a]) for a in arms]
+    high = [np.max(pc[a]) - np.mean(pc[a]) for a in arms]
+    left.bar(range(len(arms)), means, yerr=[low, high], capsize=3)
+    left.set_xticks(range(len(arms)), arms, rotation=45, ha="right")
     left.set_yscale("log")
     left.set_ylabel("relative output error (mean, seed range)")
     left.set_title(f"synthetic layer, {config.syn_bits} bits per channel")
-    for arm in GROUPED_ARMS:
+    for arm in GROUPED_ARMS + MINMAX_ARMS:
         values = [np.mean(syn["grouped"][str(b)][arm]) for b in config.bits_grid]
-        middle.plot(config.bits_grid, values, marker="o", label=arm)
+        style = ":" if arm.endswith("_minmax") else "-"
+        middle.plot(config.bits_grid, values, style, marker="o", label=arm)
     middle.set_yscale("log")
     middle.set_xlabel("bits")
     middle.set_title(f"synthetic layer, groups of {config.syn_group}")
     middle.legend(fontsize=7)
-    for name in LM_METHODS:
-        values = [lm["runs"][str(b)][name]["mean"] for b in config.bits_grid]
-        right.plot(config.bits_grid, values, marker="o", label=name)
+    for name in LM_METHODS + LM_BESIDE:
+        values = [lm["runs"][str(b)][name]["mean"] for b in config.lm_bits]
+        style = ":" if name.endswith("_minmax") else "-"
+        right.plot(config.lm_bits, values, style, marker="o", label=name)
     right.axhline(lm["full_precision_val_loss"], color="k", ls=":", label="full precision")
     right.set_yscale("log")
     right.set_xlabel("bits")
     right.set_ylabel("validation loss (nats/byte)")
-    right.set_title(f"SimpleGPT, groups of {config.lm_group}")
+    right.set_title(
+        f"SimpleGPT d={config.lm_d_model} x {config.lm_layers}, groups of {config.lm_group}"
+    )
     right.legend(fontsize=7)
     fig.tight_layout()
-    stages = Figure(figsize=(6, 4))
-    ax = stages.subplots()
-    for name in LM_METHODS + LM_ABLATIONS:
-        ax.plot(lm["runs"]["3"][name]["per_seed"][0]["stage_losses"], marker=".", label=name)
-    ax.set_xlabel("quantization stage (0 = full precision)")
-    ax.set_ylabel("validation loss (subset)")
-    ax.set_title("3 bits, first calibration seed")
-    ax.legend(fontsize=7)
-    stages.tight_layout()
-    return {"stla_ptq": fig, "stages": stages}
+    return {"stla_ptq": fig}
 
 
 @register("stla-ptq", config=STLAConfig, claim=CLAIM)
 def run(config: STLAConfig, rng_key: jax.Array, progress: Progress) -> Result:
-    """Runs the synthetic-layer check and the language-model sweep; the note's verdict."""
+    """Runs the synthetic-layer check and the language-model comparison; their verdict."""
     syn_key, lm_key = jax.random.split(rng_key)
     start = time.perf_counter()
     syn = _synthetic(config, syn_key, progress)
     syn_seconds = time.perf_counter() - start
     lm = _language_model(config, lm_key, progress)
     parts, wins = _note_parts(syn, config.seeds)
-    issue, time_ratio = _issue_part(lm)
+    lm_parts, time_ratio = _lm_parts(lm, config)
     held = [p.passed for p in parts]
     level = (
         "supported" if all(held) else "partly supported" if held[0] and held[1] else "not supported"
     )
-    failed = [p.claim for p in [*parts, issue] if not p.passed]
-    reason = f"note's rule: {level}; issue's LM target: {'held' if issue.passed else 'not held'}"
+    reason = f"note's rule: {level}; language model: " + ", ".join(
+        f"{b} bits {p.status}" for b, p in zip(ISSUE_BITS, lm_parts, strict=True)
+    )
+    failed = [p.claim for p in [*parts, *lm_parts] if p.status == "fail"]
     if failed:
         reason += "; failed: " + "; ".join(failed)
     metrics = {
@@ -561,5 +632,8 @@ def run(config: STLAConfig, rng_key: jax.Array, progress: Progress) -> Result:
         "stla_time_over_gptq": time_ratio,
     }
     return Result(
-        metrics=metrics, parts=[*parts, issue], figures=_figures(config, syn, lm), reason=reason
+        metrics=metrics,
+        parts=[*parts, *lm_parts],
+        figures=_figures(config, syn, lm),
+        reason=reason,
     )

@@ -38,14 +38,16 @@ from jaxlab._src.validation import check_bool, check_int, check_nonnegative, che
 from jaxlab.quant._hessian import (
     DAMP,
     DEAD_VALUE,
+    _blocks,
     _inverse_cholesky,
     _order,
     _prepare,
+    _schur_blocks,
     check_hessian,
     check_order,
     check_weight,
 )
-from jaxlab.quant._uniform import _minmax, check_bits
+from jaxlab.quant._uniform import NUM_RATIOS, _grid_search, _minmax, check_bits
 
 __all__ = ["QuantInfo", "QuantizedWeight", "gptq", "rtn"]
 
@@ -158,50 +160,61 @@ def check_params(params: Any, rows: int, num_groups: int, dtype) -> tuple | None
     return tuple(out)
 
 
-def _info(w, weight, h, *, column_losses=None, extra=None, dead=0, damping=0.0) -> QuantInfo:
-    empty = jnp.zeros((0,), weight.dtype)
+@functools.partial(jax.jit, static_argnames="d")
+def _finish(codes_perm, scale, zero, inverse, group_index, w, h, *, d):
+    """Un-permuted codes, dequantized weights and the error diagnostics, in one program."""
+    codes = codes_perm[:, :d][:, inverse]
+    weight = scale[:, group_index] * (codes - zero[:, group_index])
     if h is None:
         error = relative = jnp.asarray(jnp.nan, weight.dtype)
     else:
-        hh = jnp.asarray(h, weight.dtype)
-        wj = jnp.asarray(w, weight.dtype)
-        delta = wj - weight
-        error = jnp.sum((delta @ hh) * delta)
-        relative = error / jnp.sum((wj @ hh) * wj)
-    extra = extra or {}
-    return QuantInfo(
-        layer_error=error,
-        relative_error=relative,
-        column_losses=empty if column_losses is None else column_losses,
-        warmup_recon=extra.get("warmup_recon", empty),
-        warmup_reg=extra.get("warmup_reg", empty),
-        hard_fraction=extra.get("hard_fraction", empty),
-        nonfinite_count=jnp.sum(~jnp.isfinite(weight), dtype=jnp.int32),
-        dead_columns=int(dead),
-        damping=float(damping),
-    )
+        delta = w - weight
+        error = jnp.sum((delta @ h) * delta)
+        relative = error / jnp.sum((w @ h) * w)
+    nonfinite = jnp.sum(~jnp.isfinite(weight), dtype=jnp.int32)
+    return weight, codes.astype(jnp.uint8), error, relative, nonfinite
 
 
 def assemble(codes_perm, scale, zero, perm, d: int, group: int, w, h, **info) -> QuantizedWeight:
     """Un-permutes processing-order codes (padded) into a :class:`QuantizedWeight`."""
     perm = np.asarray(perm)
-    codes_perm = jnp.asarray(codes_perm)[:, :d]
     groups = scale.shape[1]
     group_of_position = np.minimum(np.arange(d) // group, groups - 1)
     group_index = np.empty(d, np.int32)
     group_index[perm] = group_of_position
-    inverse = np.argsort(perm)
-    codes = codes_perm[:, inverse]
-    g = jnp.asarray(group_index)
-    weight = scale[:, g] * (codes - zero[:, g])
+    inverse = np.argsort(perm).astype(np.int32)
+    dtype = scale.dtype
+    weight, codes, error, relative, nonfinite = _finish(
+        codes_perm,
+        scale,
+        zero,
+        inverse,
+        group_index,
+        np.asarray(w, dtype),
+        None if h is None else np.asarray(h, dtype),
+        d=d,
+    )
+    empty = jnp.zeros((0,), dtype)
+    extra = info.get("extra") or {}
+    column_losses = info.get("column_losses")
     return QuantizedWeight(
         weight=weight,
-        codes=codes.astype(jnp.uint8),
+        codes=codes,
         scale=scale,
         zero=zero,
-        group_index=g,
+        group_index=jnp.asarray(group_index),
         permutation=jnp.asarray(perm, jnp.int32),
-        info=_info(w, weight, h, **info),
+        info=QuantInfo(
+            layer_error=error,
+            relative_error=relative,
+            column_losses=empty if column_losses is None else column_losses,
+            warmup_recon=extra.get("warmup_recon", empty),
+            warmup_reg=extra.get("warmup_reg", empty),
+            hard_fraction=extra.get("hard_fraction", empty),
+            nonfinite_count=nonfinite,
+            dead_columns=int(info.get("dead", 0)),
+            damping=float(info.get("damping", 0.0)),
+        ),
     )
 
 
@@ -213,16 +226,21 @@ def rtn(
     group_size: int | None = None,
     symmetric: bool = False,
     params: tuple[ArrayLike, ArrayLike] | None = None,
+    grid: str = "minmax",
 ) -> QuantizedWeight:
-    """Round-to-nearest: every weight on its row's (group's) min-max grid, independently.
+    """Round-to-nearest: every weight on its row's (group's) grid, independently.
 
     Args:
       w: ``[r, d]`` weights (rows = outputs, columns = inputs).
-      h: optional ``[d, d]`` Hessian, only to report ``tr(ΔHΔᵀ)`` in ``info``.
+      h: optional ``[d, d]`` Hessian: reports ``tr(ΔHΔᵀ)`` in ``info``, and is the metric of
+        ``grid="search"`` (required then).
       bits: ``b`` in ``[1, 8]``.
       group_size: columns per group (must divide ``d``); ``None``: one group per row.
       symmetric: the symmetric grid.
-      params: fixed ``(scale, zero)`` of shape ``[r, num_groups]`` instead of min-max.
+      params: fixed ``(scale, zero)`` of shape ``[r, num_groups]`` instead of a grid rule.
+      grid: ``"minmax"`` or ``"search"``: :func:`search_quant_params` per group with the
+        metric ``H_gg`` of the damped Hessian (RTN compensates nothing, so the group's own
+        block prices its rounding).
 
     Returns:
       A :class:`QuantizedWeight`.
@@ -245,16 +263,30 @@ def rtn(
     group_size = check_group_size(group_size, d)
     group = d if group_size is None else group_size
     fixed = check_params(params, r, d // group, w_host.dtype)
+    grid = check_grid(grid)
+    if grid == "search" and fixed is None and h_host is None:
+        raise ValueError("h is required with grid='search' (the grid is searched against H)")
     qmax = float(2**bits - 1)
     wj = jnp.asarray(w_host)
     grouped = jnp.reshape(wj, (r, d // group, group))
-    if fixed is None:
+    if fixed is None and grid == "search":
+        _, h_prep, _, _ = _prepare(w_host, h_host, DAMP, DEAD_VALUE)
+        metrics = jnp.asarray(_blocks(h_prep, group), w_host.dtype)
+        scale, zero = _rtn_search(jnp.transpose(grouped, (1, 0, 2)), metrics, qmax, symmetric)
+    elif fixed is None:
         scale, zero = _minmax(grouped, qmax, symmetric)
     else:
         scale, zero = (jnp.asarray(v) for v in fixed)
     codes = jnp.clip(jnp.round(grouped / scale[..., None]) + zero[..., None], 0.0, qmax)
     codes = jnp.reshape(codes, (r, d))
     return assemble(codes, scale, zero, np.arange(d), d, group, w_host, h_host)
+
+
+@functools.partial(jax.jit, static_argnums=(3,))
+def _rtn_search(groups, metrics, qmax, symmetric):
+    """Grid search of every group (``groups`` ``[G, r, g]``): ``[r, G]`` scales and zeros."""
+    s, z = jax.vmap(lambda wg, m: _grid_search(wg, m, qmax, symmetric))(groups, metrics)
+    return s.T, z.T
 
 
 def layout(d: int, block: int, group: int | None) -> tuple[int, int, int]:
@@ -269,72 +301,125 @@ def layout(d: int, block: int, group: int | None) -> tuple[int, int, int]:
     return block, (padded if group is None else group), padded
 
 
-@functools.partial(jax.jit, static_argnames=("block", "group", "symmetric"))
-def _gptq_kernel(w, u, qmax, fixed_scale, fixed_zero, use_fixed, *, block, group, symmetric):
-    r, d = w.shape
-    num_groups = d // group
+GRIDS = ("minmax", "search")
 
-    def group_params(wg, index):
-        scale, zero = _minmax(wg, qmax, symmetric)
-        scale = jnp.where(use_fixed, fixed_scale[:, index], scale)
-        zero = jnp.where(use_fixed, fixed_zero[:, index], zero)
-        return scale, zero
+
+def check_grid(grid: Any) -> str:
+    if not isinstance(grid, str) or grid not in GRIDS:
+        raise ValueError(f"grid must be one of {GRIDS}, got {grid!r}")
+    return grid
+
+
+@functools.partial(
+    jax.jit, static_argnames=("block", "group", "symmetric", "search", "fixed", "num_ratios")
+)
+def _gptq_kernel(
+    w,
+    u,
+    inv_diag,
+    metrics,
+    qmax,
+    fixed_scale,
+    fixed_zero,
+    *,
+    block,
+    group,
+    symmetric,
+    search,
+    fixed,
+    num_ratios,
+):
+    """The column recursion on ``wᵀ`` (a column is a contiguous row) with lazy block updates.
+
+    Inside a block of ``block`` columns each column costs one rank-one update of the block;
+    at the end of a block its errors reach the later columns as ``U[block, later]ᵀ E``, chunk
+    by chunk (``block`` columns at a time, so only the triangle ``U`` actually holds is
+    multiplied). Group parameters are computed when a group's first column is reached, from
+    the current compensated weights: min-max, or (``search``) the grid search with the metric
+    ``metrics[g]``.
+    """
+    r, d = w.shape
+    num_blocks = d // block
+    wt = w.T  # [d, r]
+
+    def group_params(wg_t, index):  # wg_t: [g, r] current weights of group ``index``
+        if fixed:
+            return fixed_scale[:, index], fixed_zero[:, index]
+        if search:
+            return _grid_search(wg_t.T, metrics[index], qmax, symmetric, num_ratios)
+        return _minmax(wg_t.T, qmax, symmetric)
+
+    def columns(lo, count, wb, cb, eb, ub, ib, scale, zero):
+        def column(j, c):
+            wb, cb, eb = c
+            x = wb[j]
+            code = jnp.clip(jnp.round(x / scale) + zero, 0.0, qmax)
+            err = (x - scale * (code - zero)) * ib[j]  # ib = 1/U_jj (float64, then rounded)
+            wb = wb - ub[j][:, None] * err[None, :]  # ub[j, :j] = 0: only later columns move
+            return wb, cb.at[j].set(code), eb.at[j].set(err)
+
+        return jax.lax.fori_loop(lo, lo + count, column, (wb, cb, eb))
 
     def block_body(b, carry):
-        w, codes, scales, zeros, losses, scale, zero = carry
+        wt, codes, scales, zeros, losses, scale, zero = carry
         start = b * block
+        wb = jax.lax.dynamic_slice(wt, (start, 0), (block, r))
+        ub = jax.lax.dynamic_slice(u, (start, start), (block, block))
+        ib = jax.lax.dynamic_slice(inv_diag, (start,), (block,))
+        cb = eb = jnp.zeros((block, r), w.dtype)
         if group >= block:  # a group starts at this block's first column, or continues
             index = start // group
-            new_scale, new_zero = group_params(
-                jax.lax.dynamic_slice(w, (0, index * group), (r, group)), index
+            scale, zero = jax.lax.cond(
+                start % group == 0,
+                lambda: group_params(
+                    jax.lax.dynamic_slice(wt, (index * group, 0), (group, r)), index
+                ),
+                lambda: (scale, zero),
             )
-            begins = start % group == 0
-            scale = jnp.where(begins, new_scale, scale)
-            zero = jnp.where(begins, new_zero, zero)
-            scales = jax.lax.dynamic_update_slice(scales, scale[:, None], (0, index))
-            zeros = jax.lax.dynamic_update_slice(zeros, zero[:, None], (0, index))
-        wb = jax.lax.dynamic_slice(w, (0, start), (r, block))
-        ub = jax.lax.dynamic_slice(u, (start, start), (block, block))
+            scales = jax.lax.dynamic_update_slice(scales, scale[None], (index, 0))
+            zeros = jax.lax.dynamic_update_slice(zeros, zero[None], (index, 0))
+            wb, cb, eb = columns(0, block, wb, cb, eb, ub, ib, scale, zero)
+        else:  # whole groups inside the block
 
-        def column(j, c):
-            wb, cb, eb, scale, zero, scales, zeros = c
-            if group < block:  # groups lie inside the block
-                col = start + j
-                index = col // group
-                new_scale, new_zero = group_params(
-                    jax.lax.dynamic_slice(wb, (0, j - j % group), (r, group)), index
+            def group_body(i, c):
+                wb, cb, eb, scales, zeros = c
+                index = start // group + i
+                scale, zero = group_params(
+                    jax.lax.dynamic_slice(wb, (i * group, 0), (group, r)), index
                 )
-                begins = col % group == 0
-                scale = jnp.where(begins, new_scale, scale)
-                zero = jnp.where(begins, new_zero, zero)
-                scales = jax.lax.dynamic_update_slice(scales, scale[:, None], (0, index))
-                zeros = jax.lax.dynamic_update_slice(zeros, zero[:, None], (0, index))
-            wj = wb[:, j]
-            code = jnp.clip(jnp.round(wj / scale) + zero, 0.0, qmax)
-            err = (wj - scale * (code - zero)) / ub[j, j]
-            wb = wb - err[:, None] * ub[j][None, :]  # ub[j, :j] = 0: only later columns move
-            return wb, cb.at[:, j].set(code), eb.at[:, j].set(err), scale, zero, scales, zeros
+                scales = jax.lax.dynamic_update_slice(scales, scale[None], (index, 0))
+                zeros = jax.lax.dynamic_update_slice(zeros, zero[None], (index, 0))
+                wb, cb, eb = columns(i * group, group, wb, cb, eb, ub, ib, scale, zero)
+                return wb, cb, eb, scales, zeros
 
-        zeros_block = jnp.zeros((r, block), w.dtype)
-        init = (wb, zeros_block, zeros_block, scale, zero, scales, zeros)
-        _, cb, eb, scale, zero, scales, zeros = jax.lax.fori_loop(0, block, column, init)
-        # The lazy update of every later column by this block's errors.
-        w = w - eb @ jax.lax.dynamic_slice(u, (start, 0), (block, d))
-        codes = jax.lax.dynamic_update_slice(codes, cb, (0, start))
-        losses = jax.lax.dynamic_update_slice(losses, jnp.sum(eb * eb, axis=0), (start,))
-        return w, codes, scales, zeros, losses, scale, zero
+            wb, cb, eb, scales, zeros = jax.lax.fori_loop(
+                0, block // group, group_body, (wb, cb, eb, scales, zeros)
+            )
+        codes = jax.lax.dynamic_update_slice(codes, cb, (start, 0))
+        losses = jax.lax.dynamic_update_slice(losses, jnp.sum(eb * eb, axis=1), (start,))
 
+        # The lazy update of every later column by this block's errors, one chunk at a time.
+        def chunk(c, wt):
+            col = c * block
+            u_chunk = jax.lax.dynamic_slice(u, (start, col), (block, block))
+            rows = jax.lax.dynamic_slice(wt, (col, 0), (block, r))
+            return jax.lax.dynamic_update_slice(wt, rows - u_chunk.T @ eb, (col, 0))
+
+        wt = jax.lax.fori_loop(b + 1, num_blocks, chunk, wt)
+        return wt, codes, scales, zeros, losses, scale, zero
+
+    num_groups = d // group
     init = (
-        w,
-        jnp.zeros_like(w),
-        jnp.ones((r, num_groups), w.dtype),
-        jnp.zeros((r, num_groups), w.dtype),
+        wt,
+        jnp.zeros_like(wt),
+        jnp.ones((num_groups, r), w.dtype),
+        jnp.zeros((num_groups, r), w.dtype),
         jnp.zeros((d,), w.dtype),
         jnp.ones((r,), w.dtype),
         jnp.zeros((r,), w.dtype),
     )
-    _, codes, scales, zeros, losses, _, _ = jax.lax.fori_loop(0, d // block, block_body, init)
-    return codes, scales, zeros, losses
+    _, codes, scales, zeros, losses, _, _ = jax.lax.fori_loop(0, num_blocks, block_body, init)
+    return codes.T, scales.T, zeros.T, losses
 
 
 def pad_problem(w, h, perm, padded: int):
@@ -370,6 +455,8 @@ def gptq(
     dead_value: float = DEAD_VALUE,
     symmetric: bool = False,
     params: tuple[ArrayLike, ArrayLike] | None = None,
+    grid: str = "minmax",
+    num_ratios: int = NUM_RATIOS,
 ) -> QuantizedWeight:
     """GPTQ: column-by-column rounding with optimal compensation of the later columns.
 
@@ -391,7 +478,13 @@ def gptq(
       dead_value: the diagonal given to dead columns.
       symmetric: the symmetric grid.
       params: fixed ``(scale, zero)`` of shape ``[r, num_groups]`` (groups in processing
-        order) instead of min-max.
+        order) instead of a grid rule.
+      grid: how a group's (scale, zero) is chosen when its first column is reached, from the
+        current compensated weights: ``"minmax"`` (classic GPTQ) or ``"search"``
+        (:func:`search_quant_params` with the metric ``S_g = (U_ggᵀ U_gg)⁻¹``, the error left
+        after compensating the later columns: STLA's global grid rule, so that
+        ``stla(cluster_size=1, learn_rounding=False)`` is this method exactly).
+      num_ratios: grid-search ratios (``grid="search"``).
 
     Returns:
       A :class:`QuantizedWeight`; ``info.column_losses`` are the ``‖e_j‖²``.
@@ -427,21 +520,32 @@ def gptq(
     block, group, padded = layout(d, block_size, group_size)
     num_groups = 1 if group_size is None else d // group
     fixed = check_params(params, r, num_groups, w_host.dtype)
+    grid = check_grid(grid)
+    num_ratios = check_int(num_ratios, "num_ratios", minimum=1)
     w_prep, h_prep, dead, damping = _prepare(w_host, h_host, damp, dead_value)
     perm = _order(h_prep, order, block)
     wp, hp = pad_problem(w_prep, h_prep, perm, padded)
     u = _inverse_cholesky(hp, damp)
+    search = grid == "search" and fixed is None
+    metrics = None
+    if search:
+        metrics = hp[None] if group_size is None else _schur_blocks(u, group)[1]
+        metrics = jnp.asarray(metrics, w_host.dtype)
     fixed_scale, fixed_zero, use_fixed = pad_params(fixed, r, padded // group, w_host.dtype)
     codes, scale, zero, losses = _gptq_kernel(
         jnp.asarray(wp),
         jnp.asarray(u, w_host.dtype),
+        jnp.asarray(1.0 / np.diag(u), w_host.dtype),
+        metrics,
         jnp.asarray(2**bits - 1, w_host.dtype),
         fixed_scale,
         fixed_zero,
-        jnp.asarray(use_fixed),
         block=block,
         group=group,
         symmetric=symmetric,
+        search=search,
+        fixed=use_fixed,
+        num_ratios=num_ratios,
     )
     return assemble(
         codes,

@@ -207,7 +207,7 @@ def quantize_model(
       TypeError: ``model`` is not an nnx module, ``method``/``forward_fn``/``loss_fn`` are not
         callable, or ``method`` does not return a :class:`QuantizedWeight`.
       ValueError: the model has no linear layer the forward pass calls, or ``method`` returns
-        weights of the wrong shape.
+        weights of the wrong shape or any NaN/inf weight (never written into the model).
 
     Examples:
       >>> import jax, numpy as np
@@ -292,6 +292,13 @@ def quantize_model(
                 raise ValueError(
                     f"method returned weights of shape {result.weight.shape} for {name}, "
                     f"expected {kernel.shape[::-1]} ([out, in])"
+                )
+            bad = int(np.sum(~np.isfinite(np.asarray(result.weight))))
+            if bad:
+                raise ValueError(
+                    f"method returned {bad} non-finite (NaN/inf) weights for {name}; nothing "
+                    "was written into the model (a diverged quantizer: lower its learning rate, "
+                    "raise damping, or check the calibration inputs)"
                 )
             module.kernel[...] = jnp.asarray(result.weight.T, kernel.dtype)
             results[name] = result

@@ -14,7 +14,14 @@ cluster ``c``:
    ``Σ_rows (q_c − w_c) H_cc (q_c − w_c)ᵀ`` against the original weights;
 3. compensate: ``E_c = (w̃_c − q_c) U_cc⁻¹``, ``w̃_R ← w̃_R − E_c U_cR`` (GPTQ's block update).
 
-``k = 1`` without learning is GPTQ. The hard losses of step 2 (global) sum to ``tr(ΔHΔᵀ)``.
+``k = 1`` without learning is GPTQ with the same grid rule (:func:`~jaxlab.quant.gptq` with
+``grid="search"``, or both with ``grid="minmax"``). The hard losses of step 2 (global) sum to
+``tr(ΔHΔᵀ)``.
+
+**Rounding budget**: the reference's 2000 AdaRound iterations at lr 0.015 (the defaults). The
+cosine schedule's summed step ``0.65 · lr · T`` must exceed ``ln 11 ≈ 2.40``, the distance a
+logit started at ``h⁻¹(1/2) = 0`` travels to make ``h(V)`` exactly 0 or 1; at 200 iterations it
+is 1.95 and about half the weights end soft.
 
 **AdaRound** per weight: a logit ``V``, ``h(V) = clip(σ(V)(ζ − γ) + γ, 0, 1)`` with
 ``γ = −0.1, ζ = 1.1``, soft weight ``s (clip(⌊w̃/s⌋ + h(V) + z, 0, q_max) − z)``, ``V`` started at
@@ -61,6 +68,7 @@ from jaxlab._src.validation import (
 from jaxlab.quant._gptq import (
     QuantizedWeight,
     assemble,
+    check_grid,
     check_group_size,
     check_params,
     pad_params,
@@ -69,14 +77,16 @@ from jaxlab.quant._gptq import (
 from jaxlab.quant._hessian import (
     DAMP,
     DEAD_VALUE,
+    _blocks,
     _inverse_cholesky,
     _order,
     _prepare,
+    _schur_blocks,
     check_hessian,
     check_order,
     check_weight,
 )
-from jaxlab.quant._uniform import NUM_RATIOS, _grid_search, check_bits
+from jaxlab.quant._uniform import NUM_RATIOS, _grid_search, _minmax, check_bits
 
 __all__ = ["LOSSES", "stla"]
 
@@ -88,6 +98,14 @@ WARMUP_FRACTION = 0.2
 BETA_START, BETA_END = 20.0, 2.0
 # Cosine decay of Adam's step to this fraction of the learning rate.
 LR_FINAL_FRACTION = 0.3
+# The rounding budget: the reference's default number of AdaRound iterations. A logit starts at
+# h⁻¹(frac) (0 for frac = 1/2) and must reach ±ln 11 ≈ 2.40 for h(V) to be exactly 0 or 1 (the
+# rectified sigmoid saturates at σ(V) = 1/12 and 11/12). Adam moves a logit by at most about
+# lr per step, so the schedule's summed step, lr·T·(1 + 0.3)/2 for the cosine decay to 0.3 lr,
+# must exceed 2.40: 19.5 at (2000, 0.015), but only 1.95 at 200 iterations, where weights with
+# a fractional part near 1/2 cannot end hard (about half stay soft).
+NUM_ITERS = 2000
+HARD_LOGIT = float(np.log(11.0))
 
 
 def _rectified_sigmoid(v):
@@ -138,7 +156,8 @@ def _nearest(w_c, s_c, z_c, qmax):
 
 
 @functools.partial(
-    jax.jit, static_argnames=("cluster", "group", "num_iters", "symmetric", "num_ratios")
+    jax.jit,
+    static_argnames=("cluster", "group", "num_iters", "symmetric", "num_ratios", "search"),
 )
 def _stla_kernel(
     w,
@@ -160,6 +179,7 @@ def _stla_kernel(
     num_iters,
     symmetric,
     num_ratios,
+    search,
 ):
     r, d = w.shape
     k, g = cluster, group
@@ -177,8 +197,11 @@ def _stla_kernel(
         metrics = jax.lax.dynamic_slice(group_metric, (first_group, 0, 0), (groups_per_span, g, g))
 
         def searched():
-            search = jax.vmap(lambda wg, m: _grid_search(wg, m, qmax, symmetric, num_ratios))
-            s, z = search(w_groups, metrics)
+            if search:
+                rule = lambda wg, m: _grid_search(wg, m, qmax, symmetric, num_ratios)
+            else:
+                rule = lambda wg, m: _minmax(wg, qmax, symmetric)
+            s, z = jax.vmap(rule)(w_groups, metrics)
             return s.T, z.T
 
         def fixed():
@@ -239,20 +262,6 @@ def _check_loss(loss: Any) -> str:
     return loss
 
 
-def _blocks(matrix: np.ndarray, size: int) -> np.ndarray:
-    count = matrix.shape[0] // size
-    return np.stack(
-        [matrix[i * size : (i + 1) * size, i * size : (i + 1) * size] for i in range(count)]
-    )
-
-
-def _schur_blocks(u: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per block of ``size`` columns: ``U_cc⁻¹`` and ``S_c = U_cc⁻¹ U_cc⁻ᵀ`` (float64)."""
-    diagonal = _blocks(u, size)
-    inverse = np.stack([np.linalg.solve(b, np.eye(size)) for b in diagonal])
-    return inverse, inverse @ np.transpose(inverse, (0, 2, 1))
-
-
 def stla(
     w: ArrayLike,
     h: ArrayLike,
@@ -263,7 +272,7 @@ def stla(
     loss: str = "global",
     order: str = "spin",
     learn_rounding: bool = True,
-    num_iters: int = 200,
+    num_iters: int = NUM_ITERS,
     learning_rate: float = 0.015,
     round_weight: float = 1.0,
     damp: float = DAMP,
@@ -271,6 +280,7 @@ def stla(
     symmetric: bool = False,
     num_ratios: int = NUM_RATIOS,
     params: tuple[ArrayLike, ArrayLike] | None = None,
+    grid: str = "search",
 ) -> QuantizedWeight:
     """STLA quantization of one layer (see the module docstring for the algorithm).
 
@@ -288,7 +298,10 @@ def stla(
         the original weights, the ablation).
       order: ``"spin"``, ``"act"`` or ``"none"``.
       learn_rounding: AdaRound in each cluster (``False``: round to nearest, then compensate).
-      num_iters: AdaRound iterations per cluster (static: the scan's length).
+      num_iters: AdaRound iterations per cluster (static: the scan's length); the reference's
+        2000 by default. With fewer, raise ``learning_rate`` so that the summed step
+        ``0.65 · learning_rate · num_iters`` still exceeds ``ln 11 ≈ 2.40``, the distance a
+        rounding logit must travel to end exactly at 0 or 1.
       learning_rate: Adam's initial step.
       round_weight: ``λ``, the weight of the rounding regulariser (1.5 for q/k/v in the note).
       damp: relative damping ``p``.
@@ -296,7 +309,9 @@ def stla(
       symmetric: the symmetric grid.
       num_ratios: grid-search ratios.
       params: fixed ``(scale, zero)`` of shape ``[r, num_groups]`` (processing order), which
-        replace the grid search (the note's shared per-channel parameters).
+        replace the grid rule (the note's shared per-channel parameters).
+      grid: ``"search"`` (the reference's grid search with ``S_g`` or ``H_gg``) or
+        ``"minmax"`` (GPTQ's rule, for comparisons on one grid rule).
 
     Returns:
       A :class:`QuantizedWeight`; ``info.column_losses`` holds one hard loss per cluster.
@@ -313,11 +328,10 @@ def stla(
       >>> params = (np.array([0.6, 0.62]), np.array([2.0, 2.0]))
       >>> kw = dict(bits=2, group_size=None, cluster_size=3, order="none", damp=0.0,
       ...           params=params)
-      >>> out = stla(w, h, **kw)                         # the note's defaults: 200 iterations
+      >>> out = stla(w, h, **kw)                  # 2000 iterations: the exhaustive optimum
       >>> out.info.column_losses.shape, int(out.info.nonfinite_count)
       ((2,), 0)
-      >>> fast = stla(w, h, learning_rate=0.1, **kw)    # converged: the exhaustive optimum
-      >>> bool(abs(float(fast.info.layer_error) - 0.749994) < 1e-5)
+      >>> bool(abs(float(out.info.layer_error) - 0.749994) < 1e-5)
       True
       >>> float(gptq(w, h, bits=2, damp=0.0, params=params).info.layer_error) > 1.47
       True
@@ -344,6 +358,7 @@ def stla(
         )
     num_iters = check_int(num_iters, "num_iters", minimum=1)
     num_ratios = check_int(num_ratios, "num_ratios", minimum=1)
+    grid = check_grid(grid)
     check_positive(learning_rate, "learning_rate")
     check_nonnegative(round_weight, "round_weight")
     damp = check_nonnegative(damp, "damp")
@@ -385,6 +400,7 @@ def stla(
         num_iters=num_iters,
         symmetric=symmetric,
         num_ratios=num_ratios,
+        search=grid == "search",
     )
     return assemble(
         codes,

@@ -32,7 +32,13 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_array, check_bool, check_int
+from jaxlab._src.validation import (
+    check_array,
+    check_bool,
+    check_int,
+    is_concrete,
+    tree_all_finite,
+)
 
 __all__ = [
     "dequantize",
@@ -118,7 +124,7 @@ def _grid_search(w, metric, qmax, symmetric: bool, num_ratios: int = NUM_RATIOS)
         e = _values(_codes(w, scale, zero, qmax), scale, zero) - w
         return jnp.sum((e @ metric) * e, axis=-1)  # [r]
 
-    scores = jax.lax.map(lambda sz: score(*sz), (s, z))  # [2K, r]
+    scores = jax.vmap(score)(s, z)  # [2K, r]: one batched product with M, not 2K small ones
     best = jnp.argmin(scores, axis=0)
     rows = jnp.arange(w.shape[0])
     return s[best, rows], z[best, rows]
@@ -136,6 +142,11 @@ def quantize(w: ArrayLike, scale: ArrayLike, zero: ArrayLike, *, bits: int) -> j
     Returns:
       uint8 codes of ``w``'s shape, in ``[0, 2^b − 1]``.
 
+    Raises:
+      ValueError: ``w`` holds a NaN or infinite entry (it has no code; a cast would silently
+        make it 0). Under ``jit`` the check cannot run on traced weights: use
+        :func:`quantize_uniform`, whose NaN output propagates, or check before tracing.
+
     Examples:
       >>> import jax.numpy as jnp
       >>> w = jnp.array([[0.31, -0.72, 0.15, 0.98]])
@@ -148,7 +159,20 @@ def quantize(w: ArrayLike, scale: ArrayLike, zero: ArrayLike, *, bits: int) -> j
     if w.ndim < 1:
         raise ValueError(f"w must have at least one axis, got shape {w.shape}")
     scale, zero = _check_params(w, scale, zero)
-    return _codes(w, scale, zero, float(2**bits - 1)).astype(jnp.uint8)
+    if is_concrete(w) and not bool(tree_all_finite(w)):
+        bad = int(jnp.sum(~jnp.isfinite(w)))
+        raise ValueError(
+            f"w must be finite: {bad} NaN/inf weights have no integer code (a cast would make a "
+            "NaN code 0 and clip an inf to the end of the grid)"
+        )
+    codes = _codes(w, scale, zero, float(2**bits - 1))
+    if is_concrete(codes) and not bool(tree_all_finite(codes)):
+        bad = int(jnp.sum(~jnp.isfinite(codes)))
+        raise ValueError(
+            f"scale and zero must give finite codes: {bad} entries of w / scale + zero are NaN "
+            "(check scale > 0 and finite)"
+        )
+    return codes.astype(jnp.uint8)
 
 
 def dequantize(codes: ArrayLike, scale: ArrayLike, zero: ArrayLike) -> jax.Array:

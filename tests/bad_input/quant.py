@@ -21,6 +21,8 @@ H = np.eye(4)
 NOT_PSD = np.diag([1.0, 1.0, -5.0, 1.0])
 ASYMMETRIC = np.triu(np.ones((4, 4)))
 SCALE, ZERO = np.ones(2, np.float32), np.zeros(2, np.float32)
+_NAN_W = np.array([[1.0, NAN, 0.0, 2.0], [0.0, 1.0, 1.0, 1.0]], np.float32)
+_INF_W = np.where(np.isnan(_NAN_W), np.inf, _NAN_W).astype(np.float32)
 
 
 def _layer_probes(fn, **required):
@@ -42,6 +44,8 @@ def _layer_probes(fn, **required):
         raises("order", lambda: call(bits=3, order="random")),
         raises("params", lambda: call(bits=3, params=(np.ones(3), np.zeros(3)))),
         raises("params", lambda: call(bits=3, params=np.ones(2)), TypeError),
+        raises("grid", lambda: call(bits=3, grid="mse")),
+        raises("grid", lambda: call(bits=3, grid=None)),
     ]
 
 
@@ -63,6 +67,8 @@ probes(
     raises("h", lambda: quant.rtn(W, np.eye(3), bits=3)),
     raises("w", lambda: quant.rtn("w", bits=3), TypeError),
     raises("params", lambda: quant.rtn(W, bits=3, params=(-SCALE, ZERO))),
+    raises("grid", lambda: quant.rtn(W, H, bits=3, grid="optimal")),
+    raises("h", lambda: quant.rtn(W, bits=3, grid="search"), ValueError, "search needs H"),
 )
 probes(
     "jaxlab.quant.gptq",
@@ -89,6 +95,8 @@ probes(
     raises(
         "w", lambda: quant.quantize(jnp.ones((2, 4), jnp.int32), SCALE, ZERO, bits=3), TypeError
     ),
+    raises("w", lambda: quant.quantize(_NAN_W, SCALE, ZERO, bits=3), ValueError, "NaN weight"),
+    raises("w", lambda: quant.quantize(_INF_W, SCALE, ZERO, bits=3), ValueError, "inf weight"),
 )
 probes(
     "jaxlab.quant.quantize_uniform",
@@ -186,7 +194,31 @@ probes(
         ValueError,
         "no linear layer",
     ),
+    raises(
+        "method",
+        lambda: quant.quantize_model(_TinyNet(), W, _nan_method),
+        ValueError,
+        "NaN weights returned",
+    ),
 )
+
+
+def _TinyNet():
+    from flax import nnx
+
+    class Net(nnx.Module):
+        def __init__(self):
+            self.linear = nnx.Linear(4, 3, rngs=nnx.Rngs(0))
+
+        def __call__(self, x):
+            return self.linear(x)
+
+    return Net()
+
+
+def _nan_method(name, w, h):
+    out = quant.rtn(w, bits=3)
+    return out._replace(weight=out.weight.at[0, 0].set(jnp.nan))
 
 
 class _Tiny:

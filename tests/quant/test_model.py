@@ -85,3 +85,21 @@ def test_a_method_that_returns_the_wrong_thing_is_rejected():
     bad = lambda name, w, h: QuantizedWeight(*rtn(w[:, :4], bits=3))
     with pytest.raises(ValueError, match="method returned weights of shape"):
         quantize_model(model, TOKENS, bad)
+
+
+def test_a_method_that_returns_nan_weights_is_stopped_before_writing():
+    model = SimpleGPT(CONFIG, rngs=nnx.Rngs(0))
+    calls = []
+
+    def method(name, w, h):
+        calls.append(name)
+        out = rtn(w, bits=3)
+        if len(calls) == 2:  # the second layer diverges
+            return out._replace(weight=out.weight.at[1, 2].set(jnp.nan))
+        return out
+
+    before = {k: np.asarray(v) for k, v in nnx.to_flat_state(nnx.state(model, nnx.Param))}
+    with pytest.raises(ValueError, match="method returned 1 non-finite .* blocks.0.attention.k"):
+        quantize_model(model, TOKENS, method)
+    after = {k: np.asarray(v) for k, v in nnx.to_flat_state(nnx.state(model, nnx.Param))}
+    assert all(np.array_equal(before[k], after[k]) for k in before)

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from jaxlab.quant import (
+    correlated_layer,
     dequantize,
     minmax_params,
+    prepare_hessian,
     quantize,
     quantize_uniform,
     reference_instance,
@@ -99,3 +101,28 @@ def test_rtn_groups_use_their_own_ranges():
         )
     values = out.scale[:, out.group_index] * (out.codes - out.zero[:, out.group_index])
     np.testing.assert_allclose(out.weight, values, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_non_finite_weight_has_no_code(bad):
+    # A NaN cast to uint8 used to come out as code 0, a plausible weight.
+    w = np.array([[0.3, bad, -0.2, 0.9]], np.float32)
+    with pytest.raises(ValueError, match="w must be finite: 1 NaN/inf weights have no integer"):
+        quantize(w, np.array([0.1]), np.array([3.0]), bits=3)
+    if np.isnan(bad):  # the fake quantizer propagates a NaN instead
+        fake = quantize_uniform(w, np.array([0.1]), np.array([3.0]), bits=3)
+        assert np.isnan(np.asarray(fake)[0, 1])
+
+
+@pytest.mark.parametrize("group", [None, 4])
+def test_rtn_searched_grid_is_the_grid_search_on_each_hessian_block(group):
+    p = correlated_layer(jax.random.key(5), rows=6, cols=12, num_tokens=48, rank=3)
+    w = np.asarray(p.weight)
+    out = rtn(w, p.hessian, bits=3, group_size=group, grid="search")
+    _, h_damped = prepare_hessian(w, p.hessian)
+    g = group or 12
+    for k in range(12 // g):
+        cols = slice(k * g, (k + 1) * g)
+        scale, zero = search_quant_params(w[:, cols], h_damped[cols, cols], bits=3)
+        np.testing.assert_array_equal(out.scale[:, k], scale)
+        np.testing.assert_array_equal(out.zero[:, k], zero)
