@@ -4,6 +4,8 @@ plain optax steps where no sample is harmed. The battery entry is in tests/batte
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import jaxopt
@@ -16,10 +18,13 @@ from scipy.optimize import nnls
 
 from jaxlab.optim import (
     exact_harm_weights,
+    first_order_harm,
     harm,
     harm_dual_terms,
     harm_sgd,
     harm_train_step,
+    mlp_exact_harm_train_step,
+    mlp_logits_and_features,
     solve_harm_dual,
 )
 
@@ -112,7 +117,9 @@ def test_float32_dual_at_the_default_iterations_leaves_no_harm_on_a_real_batch()
     params, x, y = _problem(3, batch=16)
     jac = _per_sample_head_grads(params, x, y)
     u = jnp.mean(jac, axis=0) + 0.5 * jax.random.normal(jax.random.key(4), (jac.shape[1],))
-    w = exact_harm_weights(jac, u)
+    # NNLS is the unridged problem: compare at ridge 0 (the default ridge relaxes nearly-fit
+    # samples on purpose; test_default_ridge_relaxes_each_constraint_by_ridge_times_weight).
+    w = exact_harm_weights(jac, u, ridge=0.0)
     reference, _ = nnls(np.asarray(jac.T, np.float64), -np.asarray(u, np.float64))
     d = u + w @ jac
     assert int(jnp.sum(jac @ u < 0)) > 0
@@ -122,13 +129,32 @@ def test_float32_dual_at_the_default_iterations_leaves_no_harm_on_a_real_batch()
     np.testing.assert_allclose(d, d_reference, atol=1e-3 * np.linalg.norm(d_reference))
 
 
+def test_default_ridge_relaxes_each_constraint_by_ridge_times_weight():
+    """KKT of the ridged dual, checked in float64 against its definition: ⟨g_i, d⟩ >= −ρ w_i
+    with equality where w_i > 0, so the default ρ lets sample i slip by at most ρ w_i."""
+    from jaxlab.optim._harm import DEFAULT_RIDGE
+
+    params, x, y = _problem(3, batch=16)
+    with jax.enable_x64(True):
+        jac = np.asarray(_per_sample_head_grads(params, x, y), np.float64)
+        u = jac.mean(axis=0) + 0.5 * np.random.default_rng(4).normal(size=jac.shape[1])
+        w = np.asarray(exact_harm_weights(jac, u, num_iterations=5000))
+    slack = jac @ (u + w @ jac)  # ⟨g_i, d⟩
+    assert (w > 0).sum() > 0 and np.all(w >= 0)
+    np.testing.assert_array_less(-DEFAULT_RIDGE * w - 1e-7, slack)
+    active = w > 1e-6
+    np.testing.assert_allclose(slack[active], -DEFAULT_RIDGE * w[active], atol=1e-6)
+
+
 def test_head_mode_removes_first_order_harm_on_the_head_and_leaves_the_body():
     params, x, y = _problem(1)
     h, delta = _activations(params, x, y)
     rng = np.random.default_rng(11)  # a random base step: it harms some samples
     grads = jax.tree.map(lambda g: jnp.asarray(rng.normal(size=g.shape), jnp.float32), params)
+    # ridge 0: the exact no-harm property (the default ridge relaxes nearly-fit samples by
+    # ρ w_i, tested in test_default_ridge_relaxes_each_constraint_by_ridge_times_weight).
     base, tx = optax.sgd(0.1), harm(optax.sgd(0.1), kernel_path=("head", "kernel"),
-                                    bias_path=("head", "bias"))  # fmt: skip
+                                    bias_path=("head", "bias"), ridge=0.0)  # fmt: skip
     plain, _ = base.update(grads, base.init(params), params)
     update = jax.jit(lambda g, p: tx.update(g, tx.init(p), p, features=h, logit_grads=delta))
     corrected, (_, state) = update(grads, params)
@@ -189,6 +215,7 @@ def test_reweight_with_sgd_momentum_puts_the_corrected_direction_in_the_momentum
             kernel_path=("head", "kernel"),
             bias_path=("head", "bias"),
             num_iterations=400,  # this batch is ill-conditioned: 100 leave one slightly violated
+            ridge=0.0,  # the exact no-harm property (the default ridge relaxes by ρ w_i)
         )
     )
     _, new_state, info = step(params, state, (x, y))
@@ -281,9 +308,78 @@ def test_full_model_qp_leaves_no_first_order_harm_and_is_reproducible():
                      in_axes=(None, 0, 0))(params, x, y)  # fmt: skip
     jac = jax.vmap(lambda g: ravel_pytree(g)[0])(grads)
     u = jnp.mean(jac, axis=0) - 0.5 * jac[0]
-    solve = jax.jit(exact_harm_weights)
+    solve = jax.jit(functools.partial(exact_harm_weights, ridge=0.0))  # the exact problem
     w = solve(jac, u)
     d = u + w @ jac
     assert int(jnp.sum(jac @ u < 0)) > 0
     assert bool(jnp.all(jac @ d >= -1e-4 * jnp.linalg.norm(jac, axis=1) * jnp.linalg.norm(d)))
     np.testing.assert_array_equal(w, solve(jac, u))
+
+
+def _relu_mlp(seed, sizes=(3, 5, 4, 3), batch=8):
+    rng = np.random.default_rng(seed)
+    params = [
+        {
+            "kernel": jnp.asarray(rng.normal(size=(a, b)) / np.sqrt(a), jnp.float32),
+            "bias": jnp.asarray(0.1 * rng.normal(size=b), jnp.float32),
+        }
+        for a, b in zip(sizes, sizes[1:], strict=False)
+    ]
+    x = jnp.asarray(rng.normal(size=(batch, sizes[0])), jnp.float32)
+    y = jnp.asarray(rng.integers(0, sizes[-1], batch), jnp.int32)
+    return params, x, y
+
+
+def _relu_losses(params, x, y):
+    return _ce(mlp_logits_and_features(params, x)[0], y)
+
+
+def test_exact_full_model_step_equals_the_qp_on_per_sample_gradients():
+    """The layer-wise Gram of ``mlp_exact_harm_train_step`` against ``vmap(grad)`` gradients:
+    its dual equals ``exact_harm_weights`` on the raveled per-sample Jacobian (a second path),
+    the new momentum is ``u + Σ w_i g_i`` and it harms no sample on the whole model."""
+    params, x, y = _relu_mlp(3)
+    opt = optax.sgd(0.1, momentum=0.9)
+    state = opt.init(params)
+    g = jax.grad(lambda p: jnp.mean(_relu_losses(p, x, y)) + 0.3 * jnp.sum(p[0]["bias"]))
+    updates, state = opt.update(g(params), state, params)  # some momentum against the batch
+    params = optax.apply_updates(params, updates)
+    momentum = ravel_pytree(state[0].trace)[0]
+    step = jax.jit(mlp_exact_harm_train_step(opt, ridge=0.0, num_iterations=2000))
+    _, new_state, info = step(params, state, (x, y))
+    grads = jax.vmap(
+        jax.grad(lambda p, xi, yi: _relu_losses(p, xi[None], yi[None])[0]), in_axes=(None, 0, 0)
+    )(params, x, y)
+    jac = jax.vmap(lambda t: ravel_pytree(t)[0])(grads)
+    u = 0.9 * momentum + jnp.mean(jac, axis=0)
+    assert int(jnp.sum(jac @ u < 0)) > 0  # the base direction harms some samples
+    np.testing.assert_allclose(info.update_scale, 0.1, rtol=1e-4)
+    with jax.enable_x64(True):
+        reference = exact_harm_weights(
+            np.asarray(jac, np.float64), np.asarray(u, np.float64), ridge=0.0, num_iterations=5000
+        )
+    np.testing.assert_allclose(info.dual / 0.1, reference, rtol=2e-3, atol=2e-4)
+    d = ravel_pytree(new_state[0].trace)[0]
+    np.testing.assert_allclose(d, u + (info.dual / 0.1) @ jac, rtol=1e-4, atol=1e-5)
+    rate, mass = first_order_harm(jac, d)
+    base_rate, base_mass = first_order_harm(jac, u)
+    assert float(rate) == 0.0 and float(base_rate) > 0.0
+    assert float(mass) <= 1e-3 * float(base_mass)
+    assert int(info.num_violated) == 0 and not bool(info.nonfinite)
+
+
+def test_first_order_harm_by_hand():
+    jac = jnp.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])
+    rate, mass = first_order_harm(jac, jnp.array([2.0, -1.0]))
+    # changes ⟨g_i, d⟩ = (2, -1, -1): two harmed, mass (0 + 1 + 1)/3
+    assert float(rate) == pytest.approx(2 / 3) and float(mass) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="direction"):
+        first_order_harm(jac, jnp.ones(3))
+
+
+def test_exact_step_rejects_a_non_mlp():
+    step = mlp_exact_harm_train_step(optax.sgd(0.1))
+    with pytest.raises(TypeError, match="params"):
+        step({"w": jnp.ones((2, 2))}, None, (jnp.ones((1, 2)), jnp.zeros(1, jnp.int32)))
+    with pytest.raises(ValueError, match="ridge"):
+        mlp_exact_harm_train_step(optax.sgd(0.1), ridge=-1.0)
