@@ -133,7 +133,7 @@ class HarmConfig(ExperimentConfig):
             seeds=2,
             num_iterations=10,
             probe_every=10,
-            overhead_widths=(8, 16, 32),
+            overhead_widths=(8, 32),
             overhead_steps=2,
             overhead_repeats=1,
         )

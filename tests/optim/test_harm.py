@@ -130,20 +130,26 @@ def test_float32_dual_at_the_default_iterations_leaves_no_harm_on_a_real_batch()
 
 
 def test_default_ridge_relaxes_each_constraint_by_ridge_times_weight():
-    """KKT of the ridged dual, checked in float64 against its definition: ⟨g_i, d⟩ >= −ρ w_i
-    with equality where w_i > 0, so the default ρ lets sample i slip by at most ρ w_i."""
+    """The ridged dual against scipy: min_{w>=0} ‖Jᵀw + u‖² + ρ‖w‖² is NNLS on [Jᵀ; √ρ I]. Its
+    KKT: ⟨g_i, d⟩ >= −ρ w_i, equality where w_i > 0, so the default ρ lets sample i slip by at
+    most ρ w_i (and no more)."""
     from jaxlab.optim._harm import DEFAULT_RIDGE
 
     params, x, y = _problem(3, batch=16)
-    with jax.enable_x64(True):
-        jac = np.asarray(_per_sample_head_grads(params, x, y), np.float64)
-        u = jac.mean(axis=0) + 0.5 * np.random.default_rng(4).normal(size=jac.shape[1])
-        w = np.asarray(exact_harm_weights(jac, u, num_iterations=5000))
-    slack = jac @ (u + w @ jac)  # ⟨g_i, d⟩
-    assert (w > 0).sum() > 0 and np.all(w >= 0)
-    np.testing.assert_array_less(-DEFAULT_RIDGE * w - 1e-7, slack)
-    active = w > 1e-6
-    np.testing.assert_allclose(slack[active], -DEFAULT_RIDGE * w[active], atol=1e-6)
+    jac = _per_sample_head_grads(params, x, y)
+    noise = np.random.default_rng(4).normal(size=jac.shape[1])
+    u = jnp.mean(jac, axis=0) + jnp.asarray(0.5 * noise, jnp.float32)
+    solve = jax.jit(functools.partial(exact_harm_weights, num_iterations=2000))
+    w = np.asarray(solve(jac, u), np.float64)
+    j64, u64 = np.asarray(jac, np.float64), np.asarray(u, np.float64)
+    size = j64.shape[0]
+    augmented = np.vstack([j64.T, np.sqrt(DEFAULT_RIDGE) * np.eye(size)])
+    reference, _ = nnls(augmented, -np.concatenate([u64, np.zeros(size)]))
+    np.testing.assert_allclose(w, reference, atol=1e-3 * np.abs(reference).max())
+    slack = j64 @ (u64 + reference @ j64)  # ⟨g_i, d⟩ at the reference
+    active = reference > 1e-8
+    assert active.sum() > 0 and np.all(slack >= -DEFAULT_RIDGE * reference - 1e-9)
+    np.testing.assert_allclose(slack[active], -DEFAULT_RIDGE * reference[active], atol=1e-8)
 
 
 def test_head_mode_removes_first_order_harm_on_the_head_and_leaves_the_body():
@@ -336,33 +342,34 @@ def _relu_losses(params, x, y):
 
 def test_exact_full_model_step_equals_the_qp_on_per_sample_gradients():
     """The layer-wise Gram of ``mlp_exact_harm_train_step`` against ``vmap(grad)`` gradients:
-    its dual equals ``exact_harm_weights`` on the raveled per-sample Jacobian (a second path),
-    the new momentum is ``u + Σ w_i g_i`` and it harms no sample on the whole model."""
+    its dual equals scipy's NNLS on the raveled per-sample Jacobian (an independent solver), the
+    new momentum is ``u + Σ w_i g_i`` and it harms no sample on the whole model."""
     params, x, y = _relu_mlp(3)
     opt = optax.sgd(0.1, momentum=0.9)
-    state = opt.init(params)
-    g = jax.grad(lambda p: jnp.mean(_relu_losses(p, x, y)) + 0.3 * jnp.sum(p[0]["bias"]))
-    updates, state = opt.update(g(params), state, params)  # some momentum against the batch
-    params = optax.apply_updates(params, updates)
-    momentum = ravel_pytree(state[0].trace)[0]
-    step = jax.jit(mlp_exact_harm_train_step(opt, ridge=0.0, num_iterations=2000))
-    _, new_state, info = step(params, state, (x, y))
-    grads = jax.vmap(
-        jax.grad(lambda p, xi, yi: _relu_losses(p, xi[None], yi[None])[0]), in_axes=(None, 0, 0)
-    )(params, x, y)
-    jac = jax.vmap(lambda t: ravel_pytree(t)[0])(grads)
-    u = 0.9 * momentum + jnp.mean(jac, axis=0)
+    step = mlp_exact_harm_train_step(opt, ridge=0.0, num_iterations=2000)
+
+    @jax.jit
+    def run(params):
+        g = jax.grad(lambda p: jnp.mean(_relu_losses(p, x, y)) + 0.3 * jnp.sum(p[0]["bias"]))
+        updates, state = opt.update(g(params), opt.init(params), params)  # momentum vs the batch
+        params = optax.apply_updates(params, updates)
+        _, new_state, info = step(params, state, (x, y))
+        grads = jax.vmap(
+            jax.grad(lambda p, xi, yi: _relu_losses(p, xi[None], yi[None])[0]),
+            in_axes=(None, 0, 0),
+        )(params, x, y)
+        jac = jax.vmap(lambda t: ravel_pytree(t)[0])(grads)
+        u = 0.9 * ravel_pytree(state[0].trace)[0] + jnp.mean(jac, axis=0)
+        d = ravel_pytree(new_state[0].trace)[0]
+        return jac, u, d, info, first_order_harm(jac, d), first_order_harm(jac, u)
+
+    jac, u, d, info, (rate, mass), (base_rate, base_mass) = run(params)
     assert int(jnp.sum(jac @ u < 0)) > 0  # the base direction harms some samples
     np.testing.assert_allclose(info.update_scale, 0.1, rtol=1e-4)
-    with jax.enable_x64(True):
-        reference = exact_harm_weights(
-            np.asarray(jac, np.float64), np.asarray(u, np.float64), ridge=0.0, num_iterations=5000
-        )
+    # The dual at ridge 0 is NNLS min_{w>=0} ‖Jᵀw + u‖ (scipy, float64, on vmap(grad)'s J).
+    reference, _ = nnls(np.asarray(jac, np.float64).T, -np.asarray(u, np.float64))
     np.testing.assert_allclose(info.dual / 0.1, reference, rtol=2e-3, atol=2e-4)
-    d = ravel_pytree(new_state[0].trace)[0]
     np.testing.assert_allclose(d, u + (info.dual / 0.1) @ jac, rtol=1e-4, atol=1e-5)
-    rate, mass = first_order_harm(jac, d)
-    base_rate, base_mass = first_order_harm(jac, u)
     assert float(rate) == 0.0 and float(base_rate) > 0.0
     assert float(mass) <= 1e-3 * float(base_mass)
     assert int(info.num_violated) == 0 and not bool(info.nonfinite)
