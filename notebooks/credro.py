@@ -161,7 +161,7 @@ plt.show()
 # *supported* when the whole interval is at or above +0.01, *contradicted* at or below −0.01,
 # *not reproduced at this scale* strictly inside, *undecided* when it straddles a margin.
 #
-# What the quick profile (seed 0, 2-core CPU, 3.8 min) measured:
+# What the quick profile (seed 0, 2-core CPU, 2.4-3.8 min on a loaded machine) measured:
 #
 # - **The main comparison** (800 steps, the note's CVaR grid): CreDRO's EU AUROC is
 #   +0.0036 above the deep ensemble's, 95% interval [+0.0013, +0.0058], positive in 9 of 10
