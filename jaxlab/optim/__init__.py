@@ -48,12 +48,14 @@ from jaxlab.optim._harm import (
     HarmInfo,
     HarmState,
     exact_harm_weights,
+    first_order_harm,
     harm,
     harm_dual_terms,
     harm_sgd,
     harm_train_step,
     solve_harm_dual,
 )
+from jaxlab.optim._harm_problems import mlp_exact_harm_train_step, mlp_logits_and_features
 from jaxlab.optim._newton_schulz import newton_schulz_msign
 from jaxlab.optim._problems import (
     DistributedProblem,
@@ -91,11 +93,14 @@ __all__: list[str] = [
     "HarmInfo",
     "HarmState",
     "exact_harm_weights",
+    "first_order_harm",
     "harm",
     "harm_dual_terms",
     "harm_sgd",
     "harm_train_step",
     "solve_harm_dual",
+    "mlp_exact_harm_train_step",
+    "mlp_logits_and_features",
     # one-step gradient delay and its correction (jaxlab/optim/_delay.py)
     "DELAY_CORRECTIONS",
     "DelayState",

@@ -353,3 +353,47 @@ probes(
 )
 no_probes("jaxlab.optim.HarmState", "a state NamedTuple: built by init")
 no_probes("jaxlab.optim.HarmInfo", "a diagnostics NamedTuple: built by harm_train_step")
+probes(
+    "jaxlab.optim.first_order_harm",
+    raises("direction", lambda: optim.first_order_harm(jnp.ones((2, 5)), jnp.ones(4)), ValueError),
+    raises(
+        "per_sample_grads", lambda: optim.first_order_harm(jnp.ones(5), jnp.ones(5)), ValueError
+    ),
+)
+_MLP = [{"kernel": jnp.eye(2), "bias": jnp.zeros(2)}]
+probes(
+    "jaxlab.optim.mlp_exact_harm_train_step",
+    raises("optimizer", lambda: optim.mlp_exact_harm_train_step("sgd"), TypeError),
+    raises("ridge", lambda: optim.mlp_exact_harm_train_step(optax.sgd(0.1), ridge=-1.0)),
+    raises(
+        "num_iterations",
+        lambda: optim.mlp_exact_harm_train_step(optax.sgd(0.1), num_iterations=0),
+        ValueError,
+    ),
+    raises(
+        "params",
+        lambda: optim.mlp_exact_harm_train_step(optax.sgd(0.1))(
+            {"w": jnp.eye(2)}, None, (jnp.eye(2), jnp.zeros(2, jnp.int32))
+        ),
+        TypeError,
+    ),
+    status(
+        "x",
+        lambda: bool(
+            optim.mlp_exact_harm_train_step(optax.sgd(0.1))(
+                _MLP,
+                optax.sgd(0.1).init(_MLP),
+                (jnp.eye(2).at[0, 0].set(_NAN), jnp.zeros(2, jnp.int32)),
+            )[2].nonfinite
+        ),
+        lambda flagged: flagged,
+        "a NaN input is flagged in HarmInfo.nonfinite",
+    ),
+)
+probes(
+    "jaxlab.optim.mlp_logits_and_features",
+    raises(
+        "params", lambda: optim.mlp_logits_and_features({"w": jnp.eye(2)}, jnp.eye(2)), TypeError
+    ),
+    raises("x", lambda: optim.mlp_logits_and_features(_MLP, jnp.ones(2)), ValueError),
+)

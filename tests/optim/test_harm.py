@@ -4,6 +4,8 @@ plain optax steps where no sample is harmed. The battery entry is in tests/batte
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import jaxopt
@@ -16,10 +18,13 @@ from scipy.optimize import nnls
 
 from jaxlab.optim import (
     exact_harm_weights,
+    first_order_harm,
     harm,
     harm_dual_terms,
     harm_sgd,
     harm_train_step,
+    mlp_exact_harm_train_step,
+    mlp_logits_and_features,
     solve_harm_dual,
 )
 
@@ -112,7 +117,9 @@ def test_float32_dual_at_the_default_iterations_leaves_no_harm_on_a_real_batch()
     params, x, y = _problem(3, batch=16)
     jac = _per_sample_head_grads(params, x, y)
     u = jnp.mean(jac, axis=0) + 0.5 * jax.random.normal(jax.random.key(4), (jac.shape[1],))
-    w = exact_harm_weights(jac, u)
+    # NNLS is the unridged problem: compare at ridge 0 (the default ridge relaxes nearly-fit
+    # samples on purpose; test_default_ridge_relaxes_each_constraint_by_ridge_times_weight).
+    w = exact_harm_weights(jac, u, ridge=0.0)
     reference, _ = nnls(np.asarray(jac.T, np.float64), -np.asarray(u, np.float64))
     d = u + w @ jac
     assert int(jnp.sum(jac @ u < 0)) > 0
@@ -122,13 +129,38 @@ def test_float32_dual_at_the_default_iterations_leaves_no_harm_on_a_real_batch()
     np.testing.assert_allclose(d, d_reference, atol=1e-3 * np.linalg.norm(d_reference))
 
 
+def test_default_ridge_relaxes_each_constraint_by_ridge_times_weight():
+    """The ridged dual against scipy: min_{w>=0} ‖Jᵀw + u‖² + ρ‖w‖² is NNLS on [Jᵀ; √ρ I]. Its
+    KKT: ⟨g_i, d⟩ >= −ρ w_i, equality where w_i > 0, so the default ρ lets sample i slip by at
+    most ρ w_i (and no more)."""
+    from jaxlab.optim._harm import DEFAULT_RIDGE
+
+    params, x, y = _problem(3, batch=16)
+    jac = _per_sample_head_grads(params, x, y)
+    noise = np.random.default_rng(4).normal(size=jac.shape[1])
+    u = jnp.mean(jac, axis=0) + jnp.asarray(0.5 * noise, jnp.float32)
+    solve = jax.jit(functools.partial(exact_harm_weights, num_iterations=2000))
+    w = np.asarray(solve(jac, u), np.float64)
+    j64, u64 = np.asarray(jac, np.float64), np.asarray(u, np.float64)
+    size = j64.shape[0]
+    augmented = np.vstack([j64.T, np.sqrt(DEFAULT_RIDGE) * np.eye(size)])
+    reference, _ = nnls(augmented, -np.concatenate([u64, np.zeros(size)]))
+    np.testing.assert_allclose(w, reference, atol=1e-3 * np.abs(reference).max())
+    slack = j64 @ (u64 + reference @ j64)  # ⟨g_i, d⟩ at the reference
+    active = reference > 1e-8
+    assert active.sum() > 0 and np.all(slack >= -DEFAULT_RIDGE * reference - 1e-9)
+    np.testing.assert_allclose(slack[active], -DEFAULT_RIDGE * reference[active], atol=1e-8)
+
+
 def test_head_mode_removes_first_order_harm_on_the_head_and_leaves_the_body():
     params, x, y = _problem(1)
     h, delta = _activations(params, x, y)
     rng = np.random.default_rng(11)  # a random base step: it harms some samples
     grads = jax.tree.map(lambda g: jnp.asarray(rng.normal(size=g.shape), jnp.float32), params)
+    # ridge 0: the exact no-harm property (the default ridge relaxes nearly-fit samples by
+    # ρ w_i, tested in test_default_ridge_relaxes_each_constraint_by_ridge_times_weight).
     base, tx = optax.sgd(0.1), harm(optax.sgd(0.1), kernel_path=("head", "kernel"),
-                                    bias_path=("head", "bias"))  # fmt: skip
+                                    bias_path=("head", "bias"), ridge=0.0)  # fmt: skip
     plain, _ = base.update(grads, base.init(params), params)
     update = jax.jit(lambda g, p: tx.update(g, tx.init(p), p, features=h, logit_grads=delta))
     corrected, (_, state) = update(grads, params)
@@ -189,6 +221,7 @@ def test_reweight_with_sgd_momentum_puts_the_corrected_direction_in_the_momentum
             kernel_path=("head", "kernel"),
             bias_path=("head", "bias"),
             num_iterations=400,  # this batch is ill-conditioned: 100 leave one slightly violated
+            ridge=0.0,  # the exact no-harm property (the default ridge relaxes by ρ w_i)
         )
     )
     _, new_state, info = step(params, state, (x, y))
@@ -281,9 +314,79 @@ def test_full_model_qp_leaves_no_first_order_harm_and_is_reproducible():
                      in_axes=(None, 0, 0))(params, x, y)  # fmt: skip
     jac = jax.vmap(lambda g: ravel_pytree(g)[0])(grads)
     u = jnp.mean(jac, axis=0) - 0.5 * jac[0]
-    solve = jax.jit(exact_harm_weights)
+    solve = jax.jit(functools.partial(exact_harm_weights, ridge=0.0))  # the exact problem
     w = solve(jac, u)
     d = u + w @ jac
     assert int(jnp.sum(jac @ u < 0)) > 0
     assert bool(jnp.all(jac @ d >= -1e-4 * jnp.linalg.norm(jac, axis=1) * jnp.linalg.norm(d)))
     np.testing.assert_array_equal(w, solve(jac, u))
+
+
+def _relu_mlp(seed, sizes=(3, 5, 4, 3), batch=8):
+    rng = np.random.default_rng(seed)
+    params = [
+        {
+            "kernel": jnp.asarray(rng.normal(size=(a, b)) / np.sqrt(a), jnp.float32),
+            "bias": jnp.asarray(0.1 * rng.normal(size=b), jnp.float32),
+        }
+        for a, b in zip(sizes, sizes[1:], strict=False)
+    ]
+    x = jnp.asarray(rng.normal(size=(batch, sizes[0])), jnp.float32)
+    y = jnp.asarray(rng.integers(0, sizes[-1], batch), jnp.int32)
+    return params, x, y
+
+
+def _relu_losses(params, x, y):
+    return _ce(mlp_logits_and_features(params, x)[0], y)
+
+
+def test_exact_full_model_step_equals_the_qp_on_per_sample_gradients():
+    """The layer-wise Gram of ``mlp_exact_harm_train_step`` against ``vmap(grad)`` gradients:
+    its dual equals scipy's NNLS on the raveled per-sample Jacobian (an independent solver), the
+    new momentum is ``u + Σ w_i g_i`` and it harms no sample on the whole model."""
+    params, x, y = _relu_mlp(3)
+    opt = optax.sgd(0.1, momentum=0.9)
+    step = mlp_exact_harm_train_step(opt, ridge=0.0, num_iterations=2000)
+
+    @jax.jit
+    def run(params):
+        g = jax.grad(lambda p: jnp.mean(_relu_losses(p, x, y)) + 0.3 * jnp.sum(p[0]["bias"]))
+        updates, state = opt.update(g(params), opt.init(params), params)  # momentum vs the batch
+        params = optax.apply_updates(params, updates)
+        _, new_state, info = step(params, state, (x, y))
+        grads = jax.vmap(
+            jax.grad(lambda p, xi, yi: _relu_losses(p, xi[None], yi[None])[0]),
+            in_axes=(None, 0, 0),
+        )(params, x, y)
+        jac = jax.vmap(lambda t: ravel_pytree(t)[0])(grads)
+        u = 0.9 * ravel_pytree(state[0].trace)[0] + jnp.mean(jac, axis=0)
+        d = ravel_pytree(new_state[0].trace)[0]
+        return jac, u, d, info, first_order_harm(jac, d), first_order_harm(jac, u)
+
+    jac, u, d, info, (rate, mass), (base_rate, base_mass) = run(params)
+    assert int(jnp.sum(jac @ u < 0)) > 0  # the base direction harms some samples
+    np.testing.assert_allclose(info.update_scale, 0.1, rtol=1e-4)
+    # The dual at ridge 0 is NNLS min_{w>=0} ‖Jᵀw + u‖ (scipy, float64, on vmap(grad)'s J).
+    reference, _ = nnls(np.asarray(jac, np.float64).T, -np.asarray(u, np.float64))
+    np.testing.assert_allclose(info.dual / 0.1, reference, rtol=2e-3, atol=2e-4)
+    np.testing.assert_allclose(d, u + (info.dual / 0.1) @ jac, rtol=1e-4, atol=1e-5)
+    assert float(rate) == 0.0 and float(base_rate) > 0.0
+    assert float(mass) <= 1e-3 * float(base_mass)
+    assert int(info.num_violated) == 0 and not bool(info.nonfinite)
+
+
+def test_first_order_harm_by_hand():
+    jac = jnp.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])
+    rate, mass = first_order_harm(jac, jnp.array([2.0, -1.0]))
+    # changes ⟨g_i, d⟩ = (2, -1, -1): two harmed, mass (0 + 1 + 1)/3
+    assert float(rate) == pytest.approx(2 / 3) and float(mass) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="direction"):
+        first_order_harm(jac, jnp.ones(3))
+
+
+def test_exact_step_rejects_a_non_mlp():
+    step = mlp_exact_harm_train_step(optax.sgd(0.1))
+    with pytest.raises(TypeError, match="params"):
+        step({"w": jnp.ones((2, 2))}, None, (jnp.ones((1, 2)), jnp.zeros(1, jnp.int32)))
+    with pytest.raises(ValueError, match="ridge"):
+        mlp_exact_harm_train_step(optax.sgd(0.1), ridge=-1.0)

@@ -152,3 +152,25 @@ def test_bootstrap_multiplicities_are_multinomial_rows_and_deterministic():
 def test_apub_exact_refuses_large_samples():
     with pytest.raises(ValueError, match="N <= 10"):
         apub_exact(np.arange(11.0), 0.1)
+
+
+def test_bootstrap_multiplicities_do_not_depend_on_the_x64_flag():
+    # Issue 40: with the default index dtype the same key gave a different matrix with x64 on
+    # (int64 draws) than off (int32 draws). Both flags are set explicitly, scoped to this test.
+    key = jax.random.key(7)
+    with jax.enable_x64(False):
+        off = np.asarray(bootstrap_multiplicities(key, 30, 400))
+        jitted_off = np.asarray(
+            jax.jit(bootstrap_multiplicities, static_argnums=(1, 2))(key, 30, 400)
+        )
+    with jax.enable_x64(True):
+        on = np.asarray(bootstrap_multiplicities(key, 30, 400))
+        jitted_on = np.asarray(
+            jax.jit(bootstrap_multiplicities, static_argnums=(1, 2))(key, 30, 400)
+        )
+    assert off.dtype == on.dtype == np.int32
+    np.testing.assert_array_equal(on, off)
+    np.testing.assert_array_equal(jitted_on, jitted_off)
+    np.testing.assert_array_equal(on, jitted_on)
+    # The matrix is a multinomial draw, not a constant: rows differ and each sums to N.
+    assert (off.sum(axis=1) == 30).all() and len({r.tobytes() for r in off}) == 400
