@@ -754,7 +754,7 @@ def rule_penalty(rule_set: RuleSet, x: Any, y: Any) -> jax.Array:
     return jax.vmap(one)(x, y).reshape(lead)
 
 
-def pinned_fractions(rule_set: RuleSet, x: Any, y_hat: Any, *, tol: float = 1e-4) -> jax.Array:
+def pinned_fractions(rule_set: RuleSet, x: Any, y: Any, *, tol: float = 1e-4) -> jax.Array:
     """Per rule and disjunct: the fraction of raw outputs the consequent pins to a face.
 
     Among the samples whose input satisfies disjunct ``t``'s antecedent ``cond_t(x)``, the
@@ -767,7 +767,7 @@ def pinned_fractions(rule_set: RuleSet, x: Any, y_hat: Any, *, tol: float = 1e-4
     Args:
       rule_set: the :class:`RuleSet`.
       x: inputs ``(N, p)`` (None for rules that read no input).
-      y_hat: raw outputs ``(N, n)``.
+      y: raw outputs ``ŷ`` ``(N, n)``, before the layer.
       tol: ``τ ≥ 0``, the violation that counts as pinned.
 
     Returns:
@@ -784,9 +784,9 @@ def pinned_fractions(rule_set: RuleSet, x: Any, y_hat: Any, *, tol: float = 1e-4
     """
     rule_set = _check_rule_set(rule_set)
     check_nonnegative(tol, "tol")
-    xs, ys, lead = _prepare(rule_set, x, y_hat)
+    xs, ys, lead = _prepare(rule_set, x, y)
     if len(lead) != 1:
-        raise ValueError(f"y_hat must have shape (N, n), got {tuple(lead)} leading axes")
+        raise ValueError(f"y must have shape (N, n) (one batch axis), got leading axes {lead}")
     width = max((len(rule.disjuncts) for rule in rule_set.rules), default=0)
     rows = []
     for rule in rule_set.rules:
