@@ -20,9 +20,9 @@ MS-Flow the trajectory ``z_0..z_S`` at segment boundaries, coupled by penalties
   (``normal_solve``); :func:`check_operator`.
 * Solvers (jaxopt's shape): :class:`SingleShooting` (D-Flow; every step's activations stored,
   one state per step stored, or diffrax's recursive checkpointing) and :class:`MSFlow`
-  (Jacobian-free or exact-VJP latent steps, μ continuation), with :func:`single_shooting` and :func:`msflow` as batched one-call front ends
-  returning reconstructions and diagnostics (stitching gap, non-finite counts, status);
-  :func:`radial_prior`.
+  (Jacobian-free or exact-VJP latent steps, μ continuation), with :func:`single_shooting` and
+  :func:`msflow` as batched one-call front ends returning reconstructions and diagnostics
+  (stitching gap, non-finite counts, status); :func:`radial_prior`.
 * Data, baselines and measures: :func:`digits_images` (scikit-learn's bundled digits),
   :func:`measure`, :func:`least_squares_baseline`, :func:`psnr`, and :func:`step_memory` (XLA's
   memory analysis of a compiled step, with a saved-residual fallback).
