@@ -4,8 +4,9 @@ One batch of 8x8 inpainting problems (lower half missing, ``σ = 0.05``) under a
 velocity MLP (the experiment's 64 + 16 → 256 → 256 → 256 → 64 net; weights at initialisation:
 memory and time do not depend on training). For each N the candidate is one vmapped
 :class:`jaxlab.inverse.MSFlow` sweep (S = 4 segments of N/4 Heun steps, Jacobian-free) and the
-peers are one vmapped :class:`jaxlab.inverse.SingleShooting` Adam step through all N steps, with
-plain backpropagation (every step stored) and with diffrax's default checkpointed adjoint. All
+peers are one vmapped :class:`jaxlab.inverse.SingleShooting` Adam step through all N steps,
+storing every step's activations (``"every_step"``, D-Flow as published) and storing one state
+per step with diffrax's ``RecursiveCheckpointAdjoint(checkpoints=N)`` (``"checkpointed"``). All
 three are compiled ahead (``memory_analysis()`` of the very executables that are timed), then
 timed interleaved in the same run (medians).
 
@@ -42,8 +43,8 @@ __all__ = ["run"]
 
 _SIZES = {
     # hidden widths, batch, N grid, D-Flow adjoints, timed rounds, warm-up rounds
-    "smoke": ((32,), 2, (4, 8), ("backprop",), 3, 1),
-    "default": ((256, 256, 256), 32, (16, 32, 64, 128), ("backprop", "checkpointed"), 7, 2),
+    "smoke": ((32,), 2, (4, 8), ("every_step",), 3, 1),
+    "default": ((256, 256, 256), 32, (16, 32, 64, 128), ("every_step", "checkpointed"), 7, 2),
 }
 _SEGMENTS = 4
 _SIGMA = 0.05
@@ -62,7 +63,7 @@ def run(size: str = "default") -> dict:
 
     Args:
       size: ``"default"`` (the experiment's net, 32 images, N = 16..128) or ``"smoke"`` (a
-        32-wide net, 2 images, N = 4 and 8; plain backpropagation only: seconds).
+        32-wide net, 2 images, N = 4 and 8; the every-step D-Flow only: seconds).
 
     Returns:
       ``{"name", "peer", "size", "shape", "rows": [{"case", "step_time_s", "peer_step_time_s",
@@ -124,8 +125,8 @@ def run(size: str = "default") -> dict:
             )
     return {
         "name": "msflow",
-        "peer": "D-Flow (single shooting) through all N steps: plain backpropagation"
-        + (" and diffrax's checkpointed adjoint" if "checkpointed" in adjoints else ""),
+        "peer": "D-Flow (single shooting) through all N steps: every step's activations stored"
+        + (" and one state per step (diffrax, checkpointed)" if "checkpointed" in adjoints else ""),
         "size": size,
         "shape": {"batch": batch, "dim": 64, "hidden": list(hidden), "segments": _SEGMENTS},
         "msflow_temp_bytes": memory["msflow"],

@@ -49,6 +49,7 @@ from jaxlab.nn import (
     RuleSet,
     gap_rules,
     hull_size,
+    input_decided_regression_task,
     input_decided_toy_rules,
     rule_satisfaction,
     tightness_rules,
@@ -172,13 +173,49 @@ with jax.enable_x64(True):
     print("implicit gradient", np.round(np.asarray(g), 5), " central differences", np.round(fd, 5))
 
 # %% [markdown]
+# With input-decided rules the projection is a clip onto the selected disjunct, so where a raw
+# output is pinned to a face the derivative along that face's normal is exactly zero. On task
+# A's rules at $x = (0.7, 0.2, 0.2)$ (selected: $y_1 \le 0.3$, $y_2 \le 0.5$) the Jacobian is the
+# identity with nothing active, $\mathrm{diag}(0, 1)$ with $y_1$ pinned and $0$ with both pinned
+# (`tests/nn/test_disjunctive.py` checks it against finite differences to $10^{-5}$ in float32
+# and float64):
+
+# %%
+task_a = input_decided_regression_task(jax.random.key(0), num_train=2, num_test=2)
+hull_a = DisjunctiveLayer(task_a.rule_set)
+raw = jnp.array([[0.2, 0.4], [0.5, 0.4], [0.5, 0.7]])  # none, y1, both pinned
+x_a = jnp.broadcast_to(jnp.array([0.7, 0.2, 0.2]), (3, 3))
+jac = jax.jacrev(lambda v: hull_a(v, x_a)[0])(raw)  # (3, 2, 3, 2): one 2x2 block per sample
+for i in range(3):
+    block = np.round(np.asarray(jac[i, :, i, :]), 6).tolist()
+    print(f"raw output {raw[i].tolist()}: Jacobian {block}")
+
+# %% [markdown]
 # ## 5. Training end to end
 #
 # The experiment `disjunctive-rules` trains an MLP on two regression tasks made in code: the
 # note's **input-decided** rules (task A) and the **output-only** rules of example 2 (task B).
 # Arms: unconstrained MLP, soft penalty (the smallest disjunct violation per rule), post-hoc
-# projection at test time, and the layer trained end to end (hull and union modes). It reports
-# original-rule satisfaction (the rules as written, not hull membership) and test MSE.
+# projection at test time, the layer trained end to end from a fresh network (hull and union
+# modes: the *cold start*), and on task A the hull layer trained end to end from the
+# unconstrained fit (`e2e_hull_warm`, the fair arm). It reports original-rule satisfaction (the
+# rules as written, not hull membership), test MSE, and the fraction of training outputs pinned
+# to a face per rule branch (`pinned_fractions`).
+#
+# Why the cold start is unfair: the sigmoid head starts near 0.5, outside both allowed ranges
+# of $y_1$ ($\le 0.3$ and $\ge 0.6$), so most samples of rule 1's branches start pinned and a
+# branch whose samples stay pinned never learns. The verdict therefore gates the warm-started
+# arm: satisfaction $\ge 99.9\%$ in every seed and test MSE $\le 1.05\times$ that of projecting
+# the MLP post hoc.
+#
+# The quick run behind the README (5 seeds, commit of issue 40): warm-started, the hull layer
+# satisfies the rules on 100% of test inputs in every seed with test MSE 0.0064 (per seed
+# 0.0069/0.0057/0.0067/0.0065/0.0064) against 0.0065 for projecting the MLP post hoc (0.988x):
+# the note's rule reads "supported". The cold start reaches MSE 0.0306 (per seed
+# 0.0408/0.0411/0.0151/0.0155/0.0405): 53% and 69% of rule 1's two branches start pinned (mean
+# over seeds), and every seed ends with one branch of rule 1 wholly pinned; the warm start has
+# at most 2% pinned in any branch. The part kept from an earlier issue fails: the cold-start
+# union arm's MSE on task A is 1.12x the soft penalty's.
 
 # %%
 experiment = get("disjunctive-rules")
@@ -190,9 +227,20 @@ for part in result.parts:
 for task, arms in result.metrics["results"].items():
     print(task)
     for arm, r in arms.items():
-        print(f"  {arm:14s} satisfaction min {r['satisfaction_min']:.4f}  MSE {r['mse_mean']:.4g}")
+        mse = "/".join(f"{v:.4f}" for v in r["mse"])
+        print(f"  {arm:14s} satisfaction min {r['satisfaction_min']:.4f}  MSE per seed {mse}")
+pinned = result.metrics["pinned_fraction"]["input_decided"]
+for arm, when in pinned.items():
+    start = np.nanmean(np.asarray(when["start"]), axis=0)
+    end = np.nanmean(np.asarray(when["end"]), axis=0)
+    print(
+        f"pinned (mean over seeds, [rule][branch]) {arm}: start {np.round(start, 2).tolist()}"
+        f" -> end {np.round(end, 2).tolist()}"
+    )
 
 # %% [markdown]
 # What to take away: on input-decided rules the paper's hull layer gives exact satisfaction; on
 # output-only disjunctions it gives hull membership only, and the union projection is what makes
-# the outputs satisfy the rules. The README's row reports the measured numbers.
+# the outputs satisfy the rules. Trained end to end from a fresh head, the layer loses whole rule
+# branches to pinned samples; started from the unconstrained fit it does not. The README's row
+# reports the measured numbers.

@@ -127,21 +127,37 @@ ax.set_title("reconstructions; vertical lines: the measured x1")
 #
 # ## 3. Memory of one optimisation step
 #
-# The compiled program's memory analysis (`step_memory`) reports the temporary buffers of one
-# step. D-Flow's plain backpropagation stores the state of every step, so it grows with $N$;
-# the Jacobian-free MS-Flow sweep differentiates nothing, so it does not.
+# The compiled program's memory analysis (`step_memory`: temp + output bytes of one step) tells
+# the three ways of getting a gradient apart, each with its own memory model:
+#
+# - `adjoint="every_step"` (D-Flow as published, the default): the $N$ steps are a `lax.scan`
+#   under `jax.grad`, so every step's velocity activations are kept: at least one activation
+#   set per step;
+# - `adjoint="checkpointed"`: diffrax's `RecursiveCheckpointAdjoint(checkpoints=N)` keeps one
+#   state per step and recomputes the activations in the backward pass: one state per step;
+# - the Jacobian-free MS-Flow sweep differentiates nothing: flat in $N$.
+#
+# On this 2-D toy the state is 8 bytes, so the checkpointed arm's growth is tiny; the digits
+# experiment below fits the three lines on a real network.
 
 # %%
-grid = (8,) if SMOKE else (16, 32, 64, 128)  # each N compiles two steps: one in smoke
+grid = (8,) if SMOKE else (16, 32, 64, 128)  # each N compiles three steps: one N in smoke
 z, yy = z0[0], y[0]
 for n in grid:
-    ss = SingleShooting(GaussianMixtureFlow.velocity, 0.05, num_steps=n)
+    row = []
+    for adjoint in ("every_step", "checkpointed"):
+        ss = SingleShooting(GaussianMixtureFlow.velocity, 0.05, num_steps=n, adjoint=adjoint)
+        mem = step_memory(ss.update, z, ss.init_state(z, yy, op, flow), yy, op, flow)
+        row.append(f"D-Flow {adjoint} {mem.temp_bytes + mem.output_bytes:7d} B")
     ms = MSFlow(GaussianMixtureFlow.velocity, 0.05, 4, n // 4)
-    d_mem = step_memory(ss.update, z, ss.init_state(z, yy, op, flow), yy, op, flow)
     traj = jnp.tile(z, (5, 1))
     state = jax.eval_shape(ms.init_state, traj, yy, op, flow)
     m_mem = step_memory(ms.update, traj, state, yy, op, flow)
-    print(f"N = {n:3d}: D-Flow {d_mem.temp_bytes:7d} B   MS-Flow {m_mem.temp_bytes:6d} B")
+    print(
+        f"N = {n:3d}: "
+        + "   ".join(row)
+        + f"   MS-Flow {m_mem.temp_bytes + m_mem.output_bytes:6d} B"
+    )
 
 # %% [markdown]
 # ## 4. Forward models
@@ -172,10 +188,25 @@ for ax in axes:
 # ## 5. The experiment: digits, PSNR and memory
 #
 # `msflow` trains a velocity MLP on the digits, reconstructs held-out images for inpainting and
-# super-resolution with D-Flow (plain and checkpointed backpropagation) and MS-Flow, and measures
-# PSNR and the step's memory as $N$ grows. The note's rule: MS-Flow's memory grows < 10% from
-# $N = 16$ to 64 while D-Flow's at least doubles, and MS-Flow's PSNR matches D-Flow's (within
-# 0.5 dB, better on one task). It takes a few minutes, so the smoke profile only shows its setup.
+# super-resolution with the every-step D-Flow, the checkpointed D-Flow (at the verdict's $N$)
+# and MS-Flow, and measures PSNR and the step's compiled memory as $N$ grows. The memory rule
+# (the note's, as issue 40 restates it): fit memory against $N \in \{8, 16, 32, 64, 128\}$; the
+# every-step D-Flow must be linear ($R^2 \ge 0.99$), MS-Flow's slope at most 1% of D-Flow's, and
+# MS-Flow's peak at most half of D-Flow's at $N = 64$. The PSNR rule: MS-Flow within 0.5 dB of
+# D-Flow on both tasks and at least equal on one. (The note's first rule, "D-Flow's memory at
+# least doubles from $N = 16$ to 64", failed only because the arm then called "backprop" was the
+# checkpointed one, whose fixed part hides its one-state-per-step growth.)
+#
+# The quick run behind the README (3 seeds x 32 images, 200 iterations, commit of issue 40):
+# compiled memory of one 32-image step grows by 589.8 kB per step for the every-step D-Flow
+# ($R^2 = 1.0000$), by 8.2 kB (one state) for the checkpointed one, and not at all for MS-Flow
+# (0.50 MB at every $N$); at $N = 64$ the peaks are 1.33 MB (MS-Flow), 38.58 MB (every step)
+# and 1.54 MB (checkpointed). At $N = 32$ MS-Flow reaches 14.33 dB on inpainting against
+# D-Flow's 13.42 and 14.46 dB on super-resolution against 14.47: the note's rule reads
+# "supported"; the stricter part kept from an earlier issue (MS-Flow at least equal on *both*
+# tasks) fails by 0.013 dB on super-resolution.
+#
+# It takes a few minutes, so the smoke profile only shows its setup.
 
 # %%
 experiment = get("msflow")

@@ -11,20 +11,33 @@ sigmoid output, Adam, full batch, seeds vmapped. Arms:
   violation per rule);
 * ``posthoc_hull`` / ``posthoc_union``: the ``mlp`` network, projected at test time only by
   :class:`jaxlab.nn.DisjunctiveLayer` in hull mode (DNF) or exact union mode;
-* ``e2e_hull`` (hull mode, ``formulation``) and ``e2e_union``: the layer trained end to end (the
-  post-hoc arms use the same two layers, the note's "same layer at test time only").
+* ``e2e_hull`` (hull mode, ``formulation``) and ``e2e_union``: the layer trained end to end from
+  a fresh network (the cold start; the post-hoc arms use the same two layers, the note's "same
+  layer at test time only");
+* ``e2e_hull_warm`` (task A): the hull layer trained end to end for ``warm_steps`` from the
+  trained ``mlp`` network (the fair end-to-end arm of issue 40).
+
+Why the warm start. The sigmoid head starts near 0.5, outside both allowed ranges of ``y₁``
+(``≤ 0.3`` and ``≥ 0.6``), so most raw outputs start pinned to a face of the selected disjunct,
+where the projection's derivative along the face's normal is zero (the layer's Jacobian is
+right: ``tests/nn/test_disjunctive.py`` compares it with finite differences at such points). A
+branch whose samples stay pinned never learns. The fraction pinned per rule branch, at the start
+and end of each end-to-end arm's training (:func:`jaxlab.nn.pinned_fractions`, training inputs),
+is in ``result.json`` under ``pinned_fraction``.
 
 Metrics per arm and seed: test MSE, original-rule satisfaction (:func:`jaxlab.nn.rule_satisfaction`,
 τ = 1e-4, the rules as written, not hull membership), and the fraction of test outputs the layer
 projected (status ``CONVERGED``).
 
-Verdict. Part 1 (the note's rule, gating): on task A the end-to-end hull layer satisfies the
-original rules on ≥ 99.9 % of test inputs in every seed; part 2 (the note's rule): its mean MSE
-is ≤ 1.05 × the MLP's (satisfaction without part 2 is the note's "partly supported"); part 3 (the
-issue's target, reported beside it): the exact union projection reaches ≥ 99.9 % on both tasks in
-every seed, and the end-to-end layers' MSE is no worse than the soft-penalty network's. The
-hull-mode limitation on task B (hull projection is feasible for the hull but does not create
-satisfaction) is measured and reported, not gated.
+Verdict (the note's rule, on the fair arm). Part 1 (gating): on task A the warm-started
+end-to-end hull layer satisfies the original rules on ≥ 99.9 % of test inputs in every seed;
+part 2: its mean test MSE is ≤ 1.05 × that of the post-hoc hull projection of the MLP (issue 40's
+reference; the note compared with the raw MLP, whose MSE includes its violations); satisfaction
+without part 2 is the note's "partly supported". The cold-start arm is reported beside it. Part 3
+(an earlier issue's target, reported beside it): the exact union projection reaches ≥ 99.9 % on
+both tasks in every seed, and the end-to-end layers' MSE (warm hull on A, union on A and B) is no
+worse than the soft-penalty network's. The hull-mode limitation on task B (hull projection is
+feasible for the hull but does not create satisfaction) is measured and reported, not gated.
 """
 
 from __future__ import annotations
@@ -45,6 +58,7 @@ from jaxlab.nn import (
     DisjunctiveLayer,
     input_decided_regression_task,
     output_only_regression_task,
+    pinned_fractions,
     rule_penalty,
     rule_satisfaction,
 )
@@ -57,9 +71,12 @@ CLAIM = (
     "make a network's outputs satisfy the rules exactly, end to end, without losing accuracy."
 )
 
-# The note's thresholds: satisfaction in every seed, and accuracy within 5 % of the MLP's MSE.
+# The note's thresholds: satisfaction in every seed, and accuracy within 5 % of a reference MSE.
 MIN_SATISFACTION = 0.999
-MAX_MSE_RATIO_TO_MLP = 1.05
+# Issue 40 moves the reference from the raw MLP (whose MSE includes its rule violations) to the
+# post-hoc hull projection of the same MLP: the layer trained end to end should at least match
+# projecting the unconstrained fit, within the note's 5 %.
+MAX_MSE_RATIO_TO_POSTHOC = 1.05
 # Satisfaction tolerance τ: the QP's own tolerance (the note's default).
 SATISFACTION_TOL = 1e-4
 # The issue's second line: end-to-end MSE no worse than the soft-penalty network's.
@@ -80,6 +97,8 @@ class DisjunctiveConfig(ExperimentConfig):
       seeds: vmapped seeds.
       formulation: hull formulation of the hull arms (end to end and post hoc): DNF, the
         reference's default and the tightest hull.
+      warm_steps: Adam steps of the warm-started end-to-end hull arm (task A), which starts
+        from the trained ``mlp`` network instead of a fresh one.
     """
 
     num_train: int = 100
@@ -91,10 +110,12 @@ class DisjunctiveConfig(ExperimentConfig):
     penalty_weight: float = 10.0
     seeds: int = 5
     formulation: str = "dnf"
+    warm_steps: int = 500
 
     @classmethod
     def smoke(cls) -> DisjunctiveConfig:
-        return cls(num_train=16, num_test=64, hidden=8, steps=4, seeds=2)
+        # warm_steps = steps: the warm arm reuses the cold hull arm's compiled program.
+        return cls(num_train=16, num_test=64, hidden=8, steps=4, seeds=2, warm_steps=4)
 
     @classmethod
     def quick(cls) -> DisjunctiveConfig:
@@ -102,7 +123,7 @@ class DisjunctiveConfig(ExperimentConfig):
 
     @classmethod
     def full(cls) -> DisjunctiveConfig:
-        return cls(num_train=400, num_test=8000, steps=4000, seeds=10)
+        return cls(num_train=400, num_test=8000, steps=4000, seeds=10, warm_steps=1000)
 
 
 def _init_mlp(key, hidden):
@@ -125,29 +146,31 @@ def _mlp(params, x):
     return jax.nn.sigmoid(h @ last["w"] + last["b"][None, :])
 
 
-def _train(config, task, arm, layer, keys, programs):
-    """Trains one arm for every seed (vmapped) and returns the parameters.
+def _train(config, task, arm, layer, start, steps, programs):
+    """Trains one arm for every seed (vmapped) from ``start`` (every seed's initial parameters:
+    a fresh network, or the trained ``mlp`` for a warm start) and returns the parameters.
 
-    The data, learning rate and penalty weight are arguments of the compiled program, kept in
-    ``programs`` (one run's cache), so the unconstrained arm compiles once for both tasks.
+    The data, initial parameters, learning rate and penalty weight are arguments of the compiled
+    program, kept in ``programs`` (one run's cache), so the unconstrained arm compiles once for
+    both tasks and a warm start with the cold start's step count reuses its program.
     """
     uses_input = bool(task.rule_set.input_size)
     rule_set = task.rule_set if arm == "penalty" else None
-    key = (arm, id(layer), id(rule_set), config.hidden, config.steps, uses_input)
+    key = (id(layer), id(rule_set), config.hidden, steps, uses_input)
     if key not in programs:
         programs[key] = jax.jit(
             jax.vmap(
-                _train_one(arm, layer, rule_set, config.hidden, config.steps, uses_input),
+                _train_one(layer, rule_set, steps, uses_input),
                 in_axes=(0, None, None, None, None),
             )
         )
     return programs[key](
-        keys, task.x_train, task.y_train, config.learning_rate, config.penalty_weight
+        start, task.x_train, task.y_train, config.learning_rate, config.penalty_weight
     )
 
 
-def _train_one(arm, layer, rule_set, hidden, steps, uses_input):
-    def one(key, x, y, learning_rate, penalty_weight):
+def _train_one(layer, rule_set, steps, uses_input):
+    def one(params, x, y, learning_rate, penalty_weight):
         tx = optax.adam(learning_rate)
         xs = x if uses_input else None
 
@@ -166,7 +189,6 @@ def _train_one(arm, layer, rule_set, hidden, steps, uses_input):
             updates, state = tx.update(grads, state, params)
             return (optax.apply_updates(params, updates), state), None
 
-        params = _init_mlp(key, hidden)
         (params, _), _ = jax.lax.scan(step, (params, tx.init(params)), None, steps)
         return params
 
@@ -201,26 +223,51 @@ def _evaluate(task, params, layer):
     }
 
 
-def _run_task(config, task, name, keys, progress_note, programs):
+def _pinned(task, params_by_seed):
+    """Per seed, rule and disjunct: the fraction of training inputs whose raw output the
+    applicable consequent pins to a face (:func:`jaxlab.nn.pinned_fractions`)."""
+    raw = _predict(params_by_seed, task.x_train)
+    fractions = jax.vmap(
+        lambda y: pinned_fractions(task.rule_set, task.x_train, y, tol=SATISFACTION_TOL)
+    )(raw)
+    return np.asarray(fractions).tolist()
+
+
+def _run_task(config, task, name, keys, progress_note, programs, *, warm):
     hull = DisjunctiveLayer(task.rule_set, formulation=config.formulation)
     union = DisjunctiveLayer(task.rule_set, mode="union")
     results, timings = {}, {}
     trained = {}
-    for arm, layer in (
-        ("mlp", None),
-        ("penalty", None),
-        ("e2e_hull", hull),
-        ("e2e_union", union),
-    ):
-        start = time.perf_counter()
-        trained[arm] = jax.block_until_ready(_train(config, task, arm, layer, keys, programs))
-        timings[arm] = time.perf_counter() - start
-        eval_layer = None if arm in ("mlp", "penalty") else layer
-        results[arm] = _evaluate(task, trained[arm], eval_layer)
+    fresh = jax.vmap(lambda k: _init_mlp(k, config.hidden))(keys)
+    arms = [("mlp", None), ("penalty", None), ("e2e_hull", hull), ("e2e_union", union)]
+    for arm, layer in arms:
+        begin = time.perf_counter()
+        trained[arm] = jax.block_until_ready(
+            _train(config, task, arm, layer, fresh, config.steps, programs)
+        )
+        timings[arm] = time.perf_counter() - begin
+        results[arm] = _evaluate(task, trained[arm], layer)
         progress_note(f"{name}/{arm}")
+    pinned = {}
+    if warm:
+        # The fair end-to-end arm: the same hull layer, trained from the unconstrained fit, whose
+        # raw outputs already sit on the applicable side of most rules (few are pinned).
+        begin = time.perf_counter()
+        trained["e2e_hull_warm"] = jax.block_until_ready(
+            _train(config, task, "e2e_hull_warm", hull, trained["mlp"], config.warm_steps, programs)
+        )
+        timings["e2e_hull_warm"] = time.perf_counter() - begin
+        results["e2e_hull_warm"] = _evaluate(task, trained["e2e_hull_warm"], hull)
+        progress_note(f"{name}/e2e_hull_warm")
+        for arm, start in (
+            ("e2e_hull", fresh),
+            ("e2e_union", fresh),
+            ("e2e_hull_warm", trained["mlp"]),
+        ):
+            pinned[arm] = {"start": _pinned(task, start), "end": _pinned(task, trained[arm])}
     results["posthoc_hull"] = _evaluate(task, trained["mlp"], hull)
     results["posthoc_union"] = _evaluate(task, trained["mlp"], union)
-    return results, timings
+    return results, timings, pinned
 
 
 def _figure(per_task):
@@ -252,48 +299,76 @@ def run(config: DisjunctiveConfig, rng_key: jax.Array, progress: Progress) -> Re
         "output_only": output_only_regression_task(key_b, **sizes),
     }
     keys = jax.random.split(key_init, config.seeds)
-    per_task, timings = {}, {}
+    per_task, timings, pinned = {}, {}, {}
     done = []
     programs: dict[tuple, Any] = {}  # compiled training programs, shared across the tasks
     for name, task in progress.track(list(tasks.items()), total=2, description="tasks"):
-        per_task[name], timings[name] = _run_task(config, task, name, keys, done.append, programs)
+        per_task[name], timings[name], found = _run_task(
+            config, task, name, keys, done.append, programs, warm=name == "input_decided"
+        )
+        if found:
+            pinned[name] = found
 
     a, b = per_task["input_decided"], per_task["output_only"]
-    sat_ok = a["e2e_hull"]["satisfaction_min"] >= MIN_SATISFACTION
-    ratio_mlp = a["e2e_hull"]["mse_mean"] / a["mlp"]["mse_mean"]
-    mse_ok = ratio_mlp <= MAX_MSE_RATIO_TO_MLP
+    fair, cold = a["e2e_hull_warm"], a["e2e_hull"]
+    sat_ok = fair["satisfaction_min"] >= MIN_SATISFACTION
+    ratio_posthoc = fair["mse_mean"] / a["posthoc_hull"]["mse_mean"]
+    mse_ok = ratio_posthoc <= MAX_MSE_RATIO_TO_POSTHOC
     union_ok = min(a["e2e_union"]["satisfaction_min"], b["e2e_union"]["satisfaction_min"]) >= (
         MIN_SATISFACTION
     )
     issue_ratios = {
         f"{task}/{arm}": per_task[task][arm]["mse_mean"] / per_task[task]["penalty"]["mse_mean"]
         for task, arm in (
-            ("input_decided", "e2e_hull"),
+            ("input_decided", "e2e_hull_warm"),
             ("input_decided", "e2e_union"),
             ("output_only", "e2e_union"),
         )
     }
     issue_ok = union_ok and all(r <= MAX_MSE_RATIO_TO_PENALTY for r in issue_ratios.values())
+    level = "supported" if sat_ok and mse_ok else "partly supported" if sat_ok else "not supported"
 
     def fmt(results, arm):
         r = results[arm]
         return f"{arm}: sat min {r['satisfaction_min']:.4f}, MSE {r['mse_mean']:.4g}"
 
+    def per_seed(values, digits=4):
+        return "/".join(f"{v:.{digits}f}" for v in values)
+
+    def pinned_line(arm, when):
+        # Mean over seeds of rule 1's two branches and rule 2's two branches.
+        table = np.nanmean(np.asarray(pinned["input_decided"][arm][when]), axis=0)
+        return ", ".join(
+            f"R{r + 1}.{t + 1} {table[r][t]:.0%}"
+            for r in range(table.shape[0])
+            for t in range(table.shape[1])
+            if np.isfinite(table[r][t])
+        )
+
     part_sat = check(
-        f"task A (input-decided rules): end-to-end hull layer ({config.formulation}) "
-        f"satisfies the original rules on >= {MIN_SATISFACTION:.1%} of test inputs in every seed",
-        "; ".join(fmt(a, arm) for arm in ("e2e_hull", "mlp", "penalty", "posthoc_hull")),
+        f"task A (input-decided rules): the end-to-end hull layer ({config.formulation}), "
+        "warm-started from the unconstrained fit, satisfies the original rules on >= "
+        f"{MIN_SATISFACTION:.1%} of test inputs in every seed",
+        "; ".join(
+            fmt(a, arm) for arm in ("e2e_hull_warm", "e2e_hull", "mlp", "penalty", "posthoc_hull")
+        ),
         sat_ok,
     )
     part_mse = check(
-        f"task A: end-to-end hull layer mean MSE <= {MAX_MSE_RATIO_TO_MLP} x the MLP's",
-        f"e2e_hull {a['e2e_hull']['mse_mean']:.4g} / mlp {a['mlp']['mse_mean']:.4g} = "
-        f"{ratio_mlp:.3f}",
+        f"task A: the warm-started end-to-end hull layer's mean test MSE <= "
+        f"{MAX_MSE_RATIO_TO_POSTHOC} x post-hoc hull projection of the MLP's",
+        f"e2e_hull_warm {fair['mse_mean']:.4g} (per seed {per_seed(fair['mse'])}) / posthoc_hull "
+        f"{a['posthoc_hull']['mse_mean']:.4g} = {ratio_posthoc:.3f}; cold start e2e_hull "
+        f"{cold['mse_mean']:.4g} (per seed {per_seed(cold['mse'])}), "
+        f"mlp {a['mlp']['mse_mean']:.4g}; "
+        f"training outputs pinned to a face (rule.branch, mean over seeds), cold start "
+        f"{pinned_line('e2e_hull', 'start')} -> {pinned_line('e2e_hull', 'end')}, warm start "
+        f"{pinned_line('e2e_hull_warm', 'start')} -> {pinned_line('e2e_hull_warm', 'end')}",
         mse_ok,
     )
     part_issue = check(
-        f"issue target: exact union projection >= {MIN_SATISFACTION:.1%} satisfaction on both "
-        "tasks in every seed, and end-to-end MSE <= the soft-penalty network's",
+        f"earlier issue's target: exact union projection >= {MIN_SATISFACTION:.1%} satisfaction "
+        "on both tasks in every seed, and end-to-end MSE <= the soft-penalty network's",
         "; ".join(
             [fmt(a, "e2e_union") + " (A)", fmt(b, "e2e_union") + " (B)"]
             + [f"MSE/penalty {k} = {v:.3f}" for k, v in issue_ratios.items()]
@@ -302,14 +377,22 @@ def run(config: DisjunctiveConfig, rng_key: jax.Array, progress: Progress) -> Re
         issue_ok,
     )
     metrics = {
+        "note_verdict": level,
         "results": per_task,
+        "pinned_fraction": pinned,
+        "pinned_fraction_layout": "[seed][rule][disjunct] on the training inputs, at the start "
+        "and end of each end-to-end arm's training (NaN: no input selects the disjunct)",
         "train_seconds": timings,
-        "mse_ratio_e2e_hull_to_mlp": ratio_mlp,
+        "mse_ratio_e2e_hull_warm_to_posthoc": ratio_posthoc,
+        "mse_ratio_e2e_hull_cold_to_mlp": cold["mse_mean"] / a["mlp"]["mse_mean"],
         "mse_ratio_to_penalty": issue_ratios,
         "satisfaction_tol": SATISFACTION_TOL,
         "config": dataclasses.asdict(config),
     }
     metrics_any: Any = metrics
     return Result(
-        metrics=metrics_any, parts=[part_sat, part_mse, part_issue], figures=_figure(per_task)
+        metrics=metrics_any,
+        parts=[part_sat, part_mse, part_issue],
+        figures=_figure(per_task),
+        reason=f"note's rule (fair, warm-started arm): {level}",
     )

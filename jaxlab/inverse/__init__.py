@@ -18,11 +18,11 @@ MS-Flow the trajectory ``z_0..z_S`` at segment boundaries, coupled by penalties
   :func:`average_pool_operator` (super-resolution), :func:`parallel_beam_operator` (CT),
   :func:`matrix_operator`, all :class:`LinearOperator` s with a closed-form data step
   (``normal_solve``); :func:`check_operator`.
-* Solvers (jaxopt's shape): :class:`SingleShooting` (D-Flow; plain backpropagation or diffrax's
-  checkpointed adjoint) and :class:`MSFlow` (Jacobian-free or exact-VJP latent steps, μ
-  continuation), with :func:`single_shooting` and :func:`msflow` as batched one-call front ends
-  returning reconstructions and diagnostics (stitching gap, non-finite counts, status);
-  :func:`radial_prior`.
+* Solvers (jaxopt's shape): :class:`SingleShooting` (D-Flow; every step's activations stored,
+  one state per step stored, or diffrax's recursive checkpointing) and :class:`MSFlow`
+  (Jacobian-free or exact-VJP latent steps, μ continuation), with :func:`single_shooting` and
+  :func:`msflow` as batched one-call front ends returning reconstructions and diagnostics
+  (stitching gap, non-finite counts, status); :func:`radial_prior`.
 * Data, baselines and measures: :func:`digits_images` (scikit-learn's bundled digits),
   :func:`measure`, :func:`least_squares_baseline`, :func:`psnr`, and :func:`step_memory` (XLA's
   memory analysis of a compiled step, with a saved-residual fallback).

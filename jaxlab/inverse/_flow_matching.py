@@ -7,7 +7,8 @@ data ``x_1`` (``t = 1``), a velocity ``v_θ`` is trained by regression onto ``x_
 
 and generation solves ``ẋ = v_θ(x, t)`` from ``t = 0`` to ``1``. ``Φ_{s→t}`` is the numerical flow
 map: fixed-step Euler or Heun steps of diffrax (:func:`integrate_flow`), differentiated by
-diffrax's recursive-checkpoint adjoint.
+diffrax's recursive-checkpoint adjoint, or the same steps as a ``lax.scan`` differentiated by
+plain backpropagation (``adjoint="every_step"``, every activation stored).
 
 Velocity functions have the signature ``velocity_fn(params, x, t) -> v`` (``params`` a pytree:
 an nnx state from :func:`split_velocity`, or a :class:`~jaxlab.inverse.GaussianMixtureFlow`
@@ -58,7 +59,10 @@ __all__ = [
 ]
 
 _METHODS = {"euler": diffrax.Euler, "heun": diffrax.Heun, "midpoint": diffrax.Midpoint}
-_ADJOINTS = ("checkpointed", "backprop")
+_ADJOINTS = ("every_step", "checkpointed", "recursive")
+# The earlier name of "checkpointed" (it never stored the steps' activations), still accepted.
+_FORMER_NAMES = {"backprop": "checkpointed"}
+EVERY_STEP = "every_step"
 
 
 def diffrax_solver(method: Any) -> diffrax.AbstractSolver:
@@ -77,28 +81,49 @@ def diffrax_solver(method: Any) -> diffrax.AbstractSolver:
     return _METHODS[method]()
 
 
-def diffrax_adjoint(adjoint: Any, num_steps: int) -> diffrax.AbstractAdjoint:
-    """How a solve of ``num_steps`` fixed steps is differentiated.
+def diffrax_adjoint(adjoint: Any, num_steps: int) -> diffrax.AbstractAdjoint | str:
+    """How a solve of ``num_steps`` fixed steps is differentiated (its memory model).
 
-    * ``"backprop"``: plain backpropagation, every step's state stored
-      (``diffrax.RecursiveCheckpointAdjoint(checkpoints=num_steps)``): memory grows with N.
-    * ``"checkpointed"``: diffrax's default ``RecursiveCheckpointAdjoint()`` (online
-      checkpointing with about ``sqrt(2 N)`` checkpoints, steps recomputed in the backward pass).
+    * ``"every_step"``: plain backpropagation through a ``lax.scan`` of the steps (no diffrax
+      adjoint; returned as the string ``"every_step"``): every step's velocity activations are
+      stored, memory grows by at least one activation set per step (the D-Flow of the paper).
+    * ``"checkpointed"``: ``diffrax.RecursiveCheckpointAdjoint(checkpoints=num_steps)``: one
+      state per step is stored and each step's activations are recomputed in the backward pass,
+      memory grows by one state per step. ``"backprop"`` is its earlier name, still accepted.
+    * ``"recursive"``: diffrax's default ``RecursiveCheckpointAdjoint()`` (online treeverse
+      checkpointing: fewer stored states, more recomputation).
     * any ``diffrax.AbstractAdjoint`` instance, as given.
 
     Examples:
-      >>> diffrax_adjoint("backprop", 32).checkpoints
+      >>> diffrax_adjoint("checkpointed", 32).checkpoints
       32
-      >>> diffrax_adjoint("checkpointed", 32).checkpoints is None
+      >>> diffrax_adjoint("recursive", 32).checkpoints is None
       True
+      >>> diffrax_adjoint("every_step", 32)
+      'every_step'
     """
     if isinstance(adjoint, diffrax.AbstractAdjoint):
         return adjoint
-    if adjoint == "backprop":
-        return diffrax.RecursiveCheckpointAdjoint(checkpoints=num_steps)
+    if not isinstance(adjoint, str) or adjoint not in (*_ADJOINTS, *_FORMER_NAMES):
+        raise ValueError(
+            f"adjoint must be one of {_ADJOINTS} or a diffrax adjoint, got {adjoint!r}"
+        )
+    adjoint = _FORMER_NAMES.get(adjoint, adjoint)
+    if adjoint == EVERY_STEP:
+        return EVERY_STEP
     if adjoint == "checkpointed":
-        return diffrax.RecursiveCheckpointAdjoint()
-    raise ValueError(f"adjoint must be one of {_ADJOINTS} or a diffrax adjoint, got {adjoint!r}")
+        return diffrax.RecursiveCheckpointAdjoint(checkpoints=num_steps)
+    return diffrax.RecursiveCheckpointAdjoint()
+
+
+def _check_every_step(solver: diffrax.AbstractSolver, adjoint: Any) -> None:
+    """Raises unless ``adjoint == "every_step"`` comes with a solver the scan implements."""
+    if adjoint == EVERY_STEP and type(solver) not in _SCAN_STEPS:
+        raise ValueError(
+            "adjoint='every_step' integrates with its own scan of Euler, Heun or midpoint steps; "
+            f"got method {type(solver).__name__}: pass one of {tuple(_METHODS)} or a diffrax "
+            "adjoint"
+        )
 
 
 def _check_time(value: Any, name: str) -> None:
@@ -117,7 +142,7 @@ def integrate_flow(
     *,
     num_steps: int,
     method: Any = "heun",
-    adjoint: Any = "checkpointed",
+    adjoint: Any = "recursive",
 ) -> jax.Array:
     """The numerical flow map ``Φ_{t0→t1}(x)``: ``num_steps`` fixed steps of ``ẋ = v(x, t)``.
 
@@ -136,8 +161,9 @@ def integrate_flow(
       t0, t1: start and end times (``t1 != t0``; ``t1 < t0`` integrates backwards).
       num_steps: ``N >= 1``.
       method: ``"heun"`` (default), ``"euler"``, ``"midpoint"`` or a diffrax solver.
-      adjoint: ``"checkpointed"`` (diffrax's default), ``"backprop"`` (every step stored) or a
-        diffrax adjoint (see :func:`diffrax_adjoint`).
+      adjoint: ``"recursive"`` (diffrax's default), ``"checkpointed"`` (one state per step
+        stored), ``"every_step"`` (every step's activations stored) or a diffrax adjoint (see
+        :func:`diffrax_adjoint`).
 
     Returns:
       The state at ``t1``, shaped like ``x``.
@@ -167,6 +193,7 @@ def integrate_flow(
         raise ValueError(f"t1 must differ from t0, got t0 = t1 = {float(t0)}")
     solver = diffrax_solver(method)
     adjoint = diffrax_adjoint(adjoint, num_steps)
+    _check_every_step(solver, adjoint)
     return _solve(velocity_fn, params, x, t0, t1, num_steps, solver, adjoint)
 
 
@@ -182,6 +209,8 @@ def _solve(velocity_fn, params, x, t0, t1, num_steps, solver, adjoint):
     """
     t0 = jnp.asarray(t0, x.dtype)
     t1 = jnp.asarray(t1, x.dtype)
+    if adjoint == EVERY_STEP:
+        return _scan_solve(velocity_fn, params, x, t0, t1, num_steps, type(solver))
 
     def field(s, y, args):
         velocity_params, start, span = args
@@ -205,6 +234,45 @@ def _solve(velocity_fn, params, x, t0, t1, num_steps, solver, adjoint):
         throw=False,
     )
     return solution.ys[0]
+
+
+def _euler_step(field, s, y, h):
+    return y + h * field(s, y)
+
+
+def _heun_step(field, s, y, h):
+    k1 = field(s, y)
+    k2 = field(s + h, y + h * k1)
+    return y + h * (0.5 * k1 + 0.5 * k2)
+
+
+def _midpoint_step(field, s, y, h):
+    return y + h * field(s + 0.5 * h, y + (0.5 * h) * field(s, y))
+
+
+_SCAN_STEPS = {
+    diffrax.Euler: _euler_step,
+    diffrax.Heun: _heun_step,
+    diffrax.Midpoint: _midpoint_step,
+}
+
+
+def _scan_solve(velocity_fn, params, x, t0, t1, num_steps, solver_type):
+    """diffrax's fixed-step arithmetic (same reparametrised time) as a ``lax.scan`` with no
+    checkpointing: under ``jax.grad`` JAX keeps every step's residuals, the velocity network's
+    activations included (the every-step D-Flow memory model)."""
+    span = t1 - t0
+    h = jnp.asarray(1.0 / num_steps, x.dtype)
+    one_step = _SCAN_STEPS[solver_type]
+
+    def field(s, y):
+        return span * velocity_fn(params, y, t0 + s * span)
+
+    def body(y, i):
+        return one_step(field, i.astype(x.dtype) * h, y, h), None
+
+    y, _ = jax.lax.scan(body, x, jnp.arange(num_steps))
+    return y
 
 
 # --------------------------------------------------------------------------------------------

@@ -46,7 +46,12 @@ from jaxlab._src.validation import (
     check_real,
     count_nonfinite,
 )
-from jaxlab.inverse._flow_matching import _solve, diffrax_adjoint, diffrax_solver
+from jaxlab.inverse._flow_matching import (
+    _check_every_step,
+    _solve,
+    diffrax_adjoint,
+    diffrax_solver,
+)
 from jaxlab.inverse._operators import LinearOperator, check_operator
 
 __all__ = [
@@ -142,10 +147,12 @@ class SingleShooting(IterativeSolver):
     """D-Flow: Adam on the initial noise ``z`` through the whole flow ``Φ_{0→1}`` (the baseline).
 
     Minimises ``J(z) = (1/2σ²)||A Φ_{0→1}(z) - y||² + λ R(z)`` (:func:`radial_prior`), the
-    gradient by back-propagating through all ``num_steps`` ODE steps with diffrax's adjoint:
-    ``"backprop"`` stores every step (memory grows linearly in N), ``"checkpointed"`` is
-    diffrax's default recursive checkpointing (about ``sqrt(2N)`` stored states, steps
-    recomputed). ``run(init_params, y, operator, velocity_params)``; params are ``z`` (D,).
+    gradient by back-propagating through all ``num_steps`` ODE steps (:func:`diffrax_adjoint`):
+    ``"every_step"`` (default, D-Flow as published) stores every step's velocity activations,
+    so memory grows by at least one activation set per step; ``"checkpointed"`` (diffrax's
+    ``RecursiveCheckpointAdjoint(checkpoints=N)``) stores one state per step and recomputes the
+    activations; ``"recursive"`` is diffrax's default, fewer states and more recomputation.
+    ``run(init_params, y, operator, velocity_params)``; params are ``z`` (D,).
     ``optimality_fun`` is ``∇J``. Adam with a constant step does not converge exactly, so
     ``run`` performs ``maxiter`` updates unless ``||∇J|| <= tol`` (default ``tol = 0``).
 
@@ -156,7 +163,8 @@ class SingleShooting(IterativeSolver):
       learning_rate: Adam's step on ``z`` (the note: 0.05).
       prior_weight: ``λ >= 0`` (the note: 1).
       method: ``"heun"`` (default), ``"euler"``, ``"midpoint"`` or a diffrax solver.
-      adjoint: ``"backprop"`` (default) or ``"checkpointed"`` or a diffrax adjoint.
+      adjoint: ``"every_step"`` (default), ``"checkpointed"``, ``"recursive"`` or a diffrax
+        adjoint (``"backprop"``: the earlier name of ``"checkpointed"``).
       maxiter, tol, implicit_diff, unroll, jit: the solver base's (keyword-only;
         ``implicit_diff`` defaults to False here: the schedule's end point is not a tight root).
 
@@ -183,7 +191,7 @@ class SingleShooting(IterativeSolver):
     learning_rate: float = 0.05
     prior_weight: float = 1.0
     method: Any = "heun"
-    adjoint: Any = "backprop"
+    adjoint: Any = "every_step"
     _: dataclasses.KW_ONLY
     maxiter: int = 200
     tol: float = 0.0
@@ -196,8 +204,9 @@ class SingleShooting(IterativeSolver):
         check_positive_int(self.num_steps, "num_steps")
         check_positive(self.learning_rate, "learning_rate")
         check_nonnegative(self.prior_weight, "prior_weight")
-        diffrax_solver(self.method)
-        diffrax_adjoint(self.adjoint, self.num_steps)
+        _check_every_step(
+            diffrax_solver(self.method), diffrax_adjoint(self.adjoint, self.num_steps)
+        )
 
     # -- pieces ------------------------------------------------------------------------------
     def _optimizer(self):
@@ -449,7 +458,7 @@ class MSFlow(IterativeSolver):
                 t1,
                 self.steps_per_segment,
                 diffrax_solver(self.method),
-                diffrax_adjoint("backprop", self.steps_per_segment),
+                diffrax_adjoint("checkpointed", self.steps_per_segment),
             )
 
         return jax.jit(segment)
@@ -804,7 +813,7 @@ def single_shooting(
     learning_rate: float = 0.05,
     prior_weight: float = 1.0,
     method: Any = "heun",
-    adjoint: Any = "backprop",
+    adjoint: Any = "every_step",
 ) -> ShootingResult:
     """D-Flow (single shooting) on one problem or a batch: :class:`SingleShooting` ``run``.
 

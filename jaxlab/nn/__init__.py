@@ -27,8 +27,8 @@ Hard disjunctive rules (DisjunctiveNet): a rule language (:class:`Disjunct`, :cl
 :class:`RuleSet`) compiled to Balas hull formulations (:func:`lifted_hull`: DNF, CNF, partial
 DNF), the projection layer :class:`DisjunctiveLayer` (hull or exact union projection, implicit
 gradients), rule checks (:func:`rule_satisfaction`, :func:`rule_violation`, the penalty baseline
-:func:`rule_penalty`) and the note's rule sets and tasks (:func:`gap_rules`,
-:func:`input_decided_regression_task`, ...).
+:func:`rule_penalty`, the training diagnosis :func:`pinned_fractions`) and the note's rule sets
+and tasks (:func:`gap_rules`, :func:`input_decided_regression_task`, ...).
 """
 
 from jaxlab.nn import hessian
@@ -41,6 +41,7 @@ from jaxlab.nn._disjunctive import (
     RuleSet,
     hull_size,
     lifted_hull,
+    pinned_fractions,
     rule_penalty,
     rule_satisfaction,
     rule_violation,
@@ -125,6 +126,7 @@ __all__ = [
     "RuleSet",
     "hull_size",
     "lifted_hull",
+    "pinned_fractions",
     "rule_penalty",
     "rule_satisfaction",
     "rule_violation",

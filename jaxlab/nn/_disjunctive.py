@@ -93,6 +93,7 @@ __all__ = [
     "RuleSet",
     "hull_size",
     "lifted_hull",
+    "pinned_fractions",
     "rule_penalty",
     "rule_satisfaction",
     "rule_violation",
@@ -751,6 +752,58 @@ def rule_penalty(rule_set: RuleSet, x: Any, y: Any) -> jax.Array:
         return total
 
     return jax.vmap(one)(x, y).reshape(lead)
+
+
+def pinned_fractions(rule_set: RuleSet, x: Any, y: Any, *, tol: float = 1e-4) -> jax.Array:
+    """Per rule and disjunct: the fraction of raw outputs the consequent pins to a face.
+
+    Among the samples whose input satisfies disjunct ``t``'s antecedent ``cond_t(x)``, the
+    fraction whose raw output violates its consequent, ``max_i (E_t(x) ŷ - f_t(x))_i > tol``.
+    When the input decides one disjunct per rule, the layer projects such an output onto the
+    violated face, where the projection's derivative along the face's normal is zero: the
+    training signal along that direction is lost for these samples (a diagnosis of end-to-end
+    training from a head that starts outside the rules).
+
+    Args:
+      rule_set: the :class:`RuleSet`.
+      x: inputs ``(N, p)`` (None for rules that read no input).
+      y: raw outputs ``ŷ`` ``(N, n)``, before the layer.
+      tol: ``τ ≥ 0``, the violation that counts as pinned.
+
+    Returns:
+      ``(R, T_max)`` fractions, ``T_max`` the most disjuncts of a rule; NaN where a rule has
+      fewer disjuncts or no input satisfies the antecedent.
+
+    Examples:
+      >>> rules = [Disjunction([Disjunct([[1.0]], [0.3], condition=([[-1.0]], [-0.5])),
+      ...                       Disjunct([[-1.0]], [-0.6], condition=([[1.0]], [0.5]))], "R")]
+      >>> rule_set = RuleSet([0.0], [1.0], rules, input_size=1)
+      >>> x = jnp.array([[0.7], [0.9], [0.2], [0.1]])  # first two: y <= 0.3; last two: y >= 0.6
+      >>> pinned_fractions(rule_set, x, jnp.array([[0.5], [0.1], [0.5], [0.5]])).tolist()
+      [[0.5, 1.0]]
+    """
+    rule_set = _check_rule_set(rule_set)
+    check_nonnegative(tol, "tol")
+    xs, ys, lead = _prepare(rule_set, x, y)
+    if len(lead) != 1:
+        raise ValueError(f"y must have shape (N, n) (one batch axis), got leading axes {lead}")
+    width = max((len(rule.disjuncts) for rule in rule_set.rules), default=0)
+    rows = []
+    for rule in rule_set.rules:
+        row = []
+        for disjunct in rule.disjuncts:
+
+            def one(xi, yi, disjunct=disjunct):
+                excess = jnp.max(disjunct.lhs_at(xi) @ yi - disjunct.rhs_at(xi))
+                return disjunct.applies(xi), excess > tol
+
+            applies, violated = jax.vmap(one)(xs, ys)
+            count = jnp.sum(applies)
+            pinned = jnp.sum(applies & violated) / jnp.maximum(count, 1)
+            row.append(jnp.where(count > 0, pinned, jnp.nan).astype(ys.dtype))
+        row += [jnp.asarray(jnp.nan, ys.dtype)] * (width - len(row))
+        rows.append(jnp.stack(row))
+    return jnp.stack(rows) if rows else jnp.zeros((0, 0), ys.dtype)
 
 
 # ---------------------------------------------------------------------------------------------

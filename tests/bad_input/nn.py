@@ -746,6 +746,13 @@ probes(
     "jaxlab.nn.rule_satisfaction",
     raises("tol", lambda: nn.rule_satisfaction(_GAP_SET, None, jnp.zeros((2, 1)), tol=-1.0)),
 )
+probes(
+    "jaxlab.nn.pinned_fractions",
+    raises("y", lambda: nn.pinned_fractions(_GAP_SET, None, jnp.zeros((2, 2))), ValueError),
+    raises("y", lambda: nn.pinned_fractions(_GAP_SET, None, jnp.zeros((2, 2, 1))), ValueError),
+    raises("rule_set", lambda: nn.pinned_fractions("r", None, jnp.zeros((2, 1)))),
+    raises("tol", lambda: nn.pinned_fractions(_GAP_SET, None, jnp.zeros((2, 1)), tol=-1.0)),
+)
 for _fn in ("input_decided_regression_task", "output_only_regression_task"):
     probes(
         f"jaxlab.nn.{_fn}",

@@ -9,9 +9,9 @@ import pytest
 from jaxlab.experiments import run_experiment
 from jaxlab.experiments.msflow import (
     MAX_MEMORY_RATIO,
-    MAX_MSFLOW_MEMORY_GROWTH,
-    MEMORY_VERDICT_STEPS,
-    MIN_DFLOW_MEMORY_GROWTH,
+    MAX_MSFLOW_SLOPE_FRACTION,
+    MEMORY_RATIO_STEPS,
+    MIN_DFLOW_MEMORY_R2,
     PSNR_SLACK_DB,
     REFERENCE_TOL,
 )
@@ -20,39 +20,56 @@ from tests.experiments._common import run_and_check, stored_result
 NAME = "msflow"
 
 
+def _fit(steps, values):
+    """Slope and R² by a least-squares solve (independent of the experiment's np.polyfit)."""
+    n, v = np.asarray(steps, float), np.asarray(values, float)
+    design = np.stack([n, np.ones_like(n)], axis=1)
+    (slope, intercept), *_ = np.linalg.lstsq(design, v, rcond=None)
+    total = np.sum((v - v.mean()) ** 2)
+    r2 = 1 - np.sum((v - design @ [slope, intercept]) ** 2) / total if total > 0 else np.nan
+    return slope, r2
+
+
 def _recomputed(metrics):
     """The four parts' statuses, recomputed from the stored per-N bytes and per-image PSNRs."""
     memory = metrics["digits"]["memory"]
     steps = sorted(int(n) for n in memory)
-    if all(str(n) in memory for n in MEMORY_VERDICT_STEPS):
-        steps = list(MEMORY_VERDICT_STEPS)
-    lo, hi = memory[str(steps[0])], memory[str(steps[-1])]
-    ms_growth = hi["msflow"]["temp_bytes"] / lo["msflow"]["temp_bytes"]
-    df_growth = hi["dflow_backprop"]["temp_bytes"] / lo["dflow_backprop"]["temp_bytes"]
-    ratio = hi["msflow"]["temp_bytes"] / hi["dflow_backprop"]["temp_bytes"]
     inputs = metrics["verdict_inputs"]
-    assert ms_growth == pytest.approx(inputs["memory"]["msflow_growth"])
-    assert df_growth == pytest.approx(inputs["memory"]["dflow_growth"])
+    for n in steps:  # compiled bytes are temp + output, as stored
+        for row in memory[str(n)].values():
+            assert row["compiled_bytes"] == row["temp_bytes"] + row["output_bytes"]
+    fits = {}
+    for arm in ("dflow_every_step", "msflow"):
+        slope, r2 = _fit(steps, [memory[str(n)][arm]["compiled_bytes"] for n in steps])
+        stored = inputs["memory"]["fits"][arm]
+        assert slope == pytest.approx(stored["slope"], rel=1e-6, abs=1e-6)
+        if np.isfinite(r2):
+            assert r2 == pytest.approx(stored["r2"], abs=1e-9)
+        fits[arm] = slope, r2
+    ratio_n = MEMORY_RATIO_STEPS if str(MEMORY_RATIO_STEPS) in memory else steps[-1]
+    at = memory[str(ratio_n)]
+    peak_ratio = at["msflow"]["peak_bytes"] / at["dflow_every_step"]["peak_bytes"]
     part_a = (
-        ms_growth < MAX_MSFLOW_MEMORY_GROWTH
-        and df_growth >= MIN_DFLOW_MEMORY_GROWTH
-        and ratio <= MAX_MEMORY_RATIO
+        fits["dflow_every_step"][0] > 0
+        and fits["dflow_every_step"][1] >= MIN_DFLOW_MEMORY_R2
+        and fits["msflow"][0] <= MAX_MSFLOW_SLOPE_FRACTION * fits["dflow_every_step"][0]
+        and peak_ratio <= MAX_MEMORY_RATIO
     )
     n = inputs["verdict_steps"]
     per_seed = {}
     for task, out in metrics["digits"]["tasks"].items():
-        for arm in ("msflow", "dflow_backprop"):
+        for arm in ("msflow", "dflow_every_step"):
             per_seed[task, arm] = [np.mean(s[f"{arm}@{n}"]["psnr"]) for s in out["seeds"]]
     tasks = inputs["tasks"]
     ms = [np.mean(per_seed[t, "msflow"]) for t in tasks]
-    df = [np.mean(per_seed[t, "dflow_backprop"]) for t in tasks]
+    df = [np.mean(per_seed[t, "dflow_every_step"]) for t in tasks]
     np.testing.assert_allclose(ms, inputs["msflow_psnr"], rtol=1e-6)
     np.testing.assert_allclose(df, inputs["dflow_psnr"], rtol=1e-6)
     part_b = any(m >= d for m, d in zip(ms, df, strict=True)) and all(
         m >= d - PSNR_SLACK_DB for m, d in zip(ms, df, strict=True)
     )
     at_n = memory[str(n)]
-    peak_ok = at_n["msflow"]["peak_bytes"] < at_n["dflow_backprop"]["peak_bytes"]
+    peak_ok = at_n["msflow"]["peak_bytes"] < at_n["dflow_every_step"]["peak_bytes"]
     mean_ok = all(m >= d for m, d in zip(ms, df, strict=True))
     part_d = max(metrics["reference_checks"]["errors"].values()) <= REFERENCE_TOL
     return [part_a, part_b, mean_ok and peak_ok, part_d]

@@ -18,6 +18,7 @@ from jaxlab.nn import (
     input_decided_regression_task,
     input_decided_toy_rules,
     output_only_regression_task,
+    pinned_fractions,
     rule_satisfaction,
     rule_violation,
     tightness_rules,
@@ -132,6 +133,68 @@ def test_gradients_match_finite_differences(mode):
                 numeric = (f(y_hat + e) - f(y_hat - e)) / (2 * h)
                 assert float(grad[i, j]) == pytest.approx(float(numeric), abs=1e-5)
         assert float(jnp.abs(grad).max()) > 0.1  # the map is not constant: the test can fail
+
+
+# Input-decided rules (task A's): x = (0.7, 0.2, 0.2) selects y1 <= 0.3 and y2 <= 0.5, so the
+# projection is the clip onto [0, 0.3] x [0, 0.5] with Jacobian diag(y1 free, y2 free).
+_TASK_A_X = (0.7, 0.2, 0.2)
+_PINNED_POINTS = {
+    "none active": ((0.2, 0.4), (1.0, 1.0)),
+    "y1 <= 0.3 active": ((0.5, 0.4), (0.0, 1.0)),
+    "both active": ((0.5, 0.7), (0.0, 0.0)),
+}
+# Central differences of a map that is linear within 0.1 of each point: h = 1e-2 never crosses
+# a kink, and float32 rounding of the differenced outputs (~6e-8) over 2h stays below 1e-5.
+_FD_STEP = 1e-2
+_JACOBIAN_TOL = 1e-5
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_reverse_mode_jacobian_matches_finite_differences_with_pinned_constraints(dtype):
+    # The issue's check: the layer's Jacobian is right with none, one and both rules' faces
+    # active, so a zero gradient along a pinned direction is the projection's, not a bug.
+    with jax.enable_x64(dtype == "float64"):
+        task = input_decided_regression_task(jax.random.key(0), num_train=2, num_test=2)
+        layer = DisjunctiveLayer(task.rule_set)
+        names = list(_PINNED_POINTS)
+        y_hat = jnp.array([_PINNED_POINTS[n][0] for n in names], dtype)
+        x = jnp.broadcast_to(jnp.array(_TASK_A_X, dtype), (len(names), 3))
+        project = lambda v: layer(v, x)[0]  # noqa: E731
+        jacobian = jax.jacrev(project)(y_hat)  # (3, 2, 3, 2)
+        assert jacobian.dtype == jnp.dtype(dtype)
+        assert bool(layer(y_hat, x)[1].projected.all())
+        for i, name in enumerate(names):
+            numeric = np.zeros((2, 2))
+            for j in range(2):
+                e = jnp.zeros_like(y_hat).at[i, j].set(_FD_STEP)
+                diff = (project(y_hat + e) - project(y_hat - e))[i] / (2 * _FD_STEP)
+                numeric[:, j] = np.asarray(diff, np.float64)
+            np.testing.assert_allclose(
+                jacobian[i, :, i, :], numeric, atol=_JACOBIAN_TOL, err_msg=name
+            )
+            # ... and both equal the clip's Jacobian (the test can fail: a wrong face or a
+            # leaked gradient through a pinned coordinate shows here).
+            np.testing.assert_allclose(numeric, np.diag(_PINNED_POINTS[name][1]), atol=1e-5)
+        off_diagonal = jacobian.at[jnp.arange(3), :, jnp.arange(3), :].set(0.0)
+        assert float(jnp.abs(off_diagonal).max()) == 0.0  # outputs do not mix across samples
+
+
+def test_pinned_fractions_count_violated_consequents_by_hand():
+    task = input_decided_regression_task(jax.random.key(1), num_train=2, num_test=400)
+    y_hat = jax.random.uniform(jax.random.key(2), (400, 2))
+    got = np.asarray(pinned_fractions(task.rule_set, task.x_test, y_hat))
+    x, y = np.asarray(task.x_test), np.asarray(y_hat)
+    s = x[:, 1] + x[:, 2]
+    # Task A's rules written out: (antecedent, consequent violated by more than 1e-4).
+    branches = [
+        [(x[:, 0] >= 0.5, y[:, 0] > 0.3 + 1e-4), (x[:, 0] <= 0.5, y[:, 0] < 0.6 - 1e-4)],
+        [(s >= 1.0, y[:, 1] < 0.3 - 1e-4), (s <= 1.0, y[:, 1] > 0.5 + 1e-4)],
+    ]
+    expected = [[np.mean(bad[cond]) for cond, bad in rule] for rule in branches]
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    # The task's own targets satisfy the rules: nothing is pinned.
+    clean = pinned_fractions(task.rule_set, task.x_test, task.y_test)
+    assert float(jnp.max(clean)) == 0.0
 
 
 def test_input_with_no_applicable_disjunct_returns_raw_output_inside_jit():
