@@ -1,10 +1,16 @@
 """The ``jaxlab`` command: ``list``, ``run NAME`` and ``reproduce``.
 
 Exit status: 0 when every experiment ran (a ``fail`` verdict is an honest result, not a crash),
-1 when any experiment raised (status ``error``), 2 for bad input (unknown experiment or profile,
-a seed outside [0, 2**32), unwritable output folder), 130 when interrupted, at any time: the
-heavy imports (JAX, SciPy, the experiments) happen inside :func:`main` under its own SIGINT
-handler, so an interrupt during them ends the same way as one during a run.
+1 when any experiment raised or ran past its wall limit (status ``error``), 2 for bad input
+(unknown experiment or profile, a seed outside [0, 2**32), unwritable output folder), 130 when
+interrupted, at any time: the heavy imports (JAX, SciPy, the experiments) happen inside
+:func:`main` under its own SIGINT handler, so an interrupt during them ends the same way as one
+during a run.
+
+``--timeout SECONDS`` bounds each experiment's wall time (default per profile:
+``DEFAULT_TIMEOUT_S``): each experiment runs in its own child process, which is stopped past the
+limit and recorded as ``error: timed out after N s`` while the others still run. ``--timeout 0``
+runs every experiment in this process with no limit (for a debugger).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ PROFILES = ("smoke", "quick", "full")
 # jax.random.key takes a 32-bit seed when x64 is off (2**32 would run as seed 0); the runner's
 # MAX_SEED is the source, repeated so that parsing needs no import of JAX (checked in tests).
 MAX_SEED = 2**32 - 1
+# The runner's DEFAULT_TIMEOUT_S (the source, with its reason), repeated for the same reason.
+DEFAULT_TIMEOUT_S = {"smoke": 600.0, "quick": 3600.0, "full": 6 * 3600.0}
 
 
 def _seed(text: str) -> int:
@@ -32,6 +40,31 @@ def _seed(text: str) -> int:
     if not 0 <= value <= MAX_SEED:
         raise argparse.ArgumentTypeError(f"seed must lie in [0, 2**32 - 1], got {value}")
     return value
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"timeout must be a number of seconds, got {text!r}"
+        ) from None
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(
+            f"timeout must be finite and >= 0 seconds (0: no limit), got {text}"
+        )
+    return value
+
+
+def _add_timeout(parser: argparse.ArgumentParser) -> None:
+    defaults = ", ".join(f"{p} {DEFAULT_TIMEOUT_S[p]:g}" for p in PROFILES)
+    parser.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=None,
+        help=f"wall limit per experiment in seconds (default per profile: {defaults}); "
+        "0 runs in this process with no limit",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", choices=PROFILES, default="quick")
     run.add_argument("--seed", type=_seed, default=0)
     run.add_argument("--out", default="results", help="output folder (default: results)")
+    _add_timeout(run)
 
     rep = sub.add_parser("reproduce", help="run experiments (default: all) and write REPORT.md")
     rep.add_argument("names", nargs="*")
@@ -55,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--resume", action="store_true", help="keep results that match the profile and code"
     )
+    _add_timeout(rep)
     return parser
 
 
@@ -139,10 +174,12 @@ def _main(args: argparse.Namespace) -> int:
         err.print(f"jaxlab: error: {e}")
         return 2
 
+    timeout = DEFAULT_TIMEOUT_S[args.profile] if args.timeout is None else args.timeout
+    timeout = timeout or None  # 0: no limit, in this process
     if args.command == "run":
         records = [
             registry.run_experiment(
-                args.name, profile=args.profile, seed=args.seed, out_dir=args.out
+                args.name, profile=args.profile, seed=args.seed, out_dir=args.out, timeout=timeout
             )
         ]
     else:
@@ -153,6 +190,7 @@ def _main(args: argparse.Namespace) -> int:
             out_dir=args.out,
             resume=args.resume,
             console=err,
+            timeout=timeout,
         )
     _summary_table(records, console)
     if args.command == "reproduce":

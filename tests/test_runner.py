@@ -73,9 +73,28 @@ def _undecided(config, rng_key, progress):
     )
 
 
+def _sleepy(config, rng_key, progress):
+    import time
+
+    for _ in progress.track(range(1), description="sleeping"):
+        time.sleep(300)  # far past any timeout the tests give
+    return registry.Result(metrics={}, parts=[registry.check("woke up", "yes", True)])
+
+
+def _quick(config, rng_key, progress):
+    total = sum(progress.track(range(config.n), description="loop"))
+    return registry.Result(metrics={"total": total}, parts=[registry.check("ran", "yes", True)])
+
+
 @pytest.fixture
 def fake_experiments(monkeypatch):
-    """Registers throw-away experiments and removes them afterwards."""
+    """Registers throw-away experiments and removes them afterwards.
+
+    The CLI's default wall limit runs each experiment in a child process; these tests check the
+    runner itself (and count calls in this process), so they run with ``--timeout 0``'s default.
+    The watchdog has its own test below.
+    """
+    monkeypatch.setattr(cli, "DEFAULT_TIMEOUT_S", dict.fromkeys(cli.PROFILES, 0.0))
     registry._load_all()
     added = {
         "zz-ok": _ok,
@@ -83,6 +102,8 @@ def fake_experiments(monkeypatch):
         "zz-bad": _bad,
         "zz-interrupt": _interrupt,
         "zz-undecided": _undecided,
+        "zz-sleepy": _sleepy,
+        "zz-quick": _quick,
     }
     for name, fn in added.items():
         registry.register(name, config=_Config, claim=f"claim of {name}")(fn)
@@ -385,6 +406,36 @@ def test_cli_constants_match_their_sources():
     from jaxlab._src import runner
 
     assert cli.PROFILES == registry.PROFILES and cli.MAX_SEED == runner.MAX_SEED
+    assert cli.DEFAULT_TIMEOUT_S == runner.DEFAULT_TIMEOUT_S
+
+
+def test_an_experiment_past_its_timeout_is_stopped_and_the_others_still_run(
+    fake_experiments, tmp_path
+):
+    import time
+
+    start = time.perf_counter()
+    args = ["reproduce", "zz-sleepy", "zz-quick", "--profile", "smoke", "--out", str(tmp_path)]
+    assert cli.main([*args, "--timeout", "2"]) == 1
+    assert time.perf_counter() - start < 60  # stopped, not slept through (300 s)
+    sleepy = json.loads((tmp_path / "zz-sleepy" / "result.json").read_text())
+    assert sleepy["verdict"]["status"] == "error"
+    assert sleepy["verdict"]["reason"].startswith("timed out after 2 s")
+    assert 2.0 <= sleepy["wall_time_s"] < 30
+    quick = json.loads((tmp_path / "zz-quick" / "result.json").read_text())
+    assert quick["verdict"]["status"] == "pass" and quick["metrics"]["total"] == 1
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "timed out after 2 s" in report and "1 pass, 0 fail" in report and "1 error" in report
+
+
+@pytest.mark.parametrize("timeout", ["-1", "nan", "inf", "soon"])
+def test_a_bad_timeout_is_bad_input(fake_experiments, tmp_path, capsys, timeout):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "zz-ok", "--timeout", timeout, "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "timeout must be" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="timeout"):
+        registry.run_experiment("zz-ok", timeout=-1.0, out_dir=tmp_path)
 
 
 def test_result_files_get_the_users_file_mode(fake_experiments, tmp_path):

@@ -118,10 +118,13 @@ def run_experiment(
     seed: int = 0,
     out_dir: str | os.PathLike = "results",
     progress: Progress | None = None,
+    timeout: float | None = None,
 ) -> dict[str, Any]:
     """Runs the experiment ``name``, writes its ``result.json`` and figures, returns the record.
 
     An experiment that raises is recorded with status ``error`` (traceback saved beside it).
+    With ``timeout`` (seconds) it runs in a child process and is stopped past the limit
+    (recorded as ``error: timed out after N s``); ``None`` runs it here with no limit.
 
     Examples:
       >>> import tempfile
@@ -130,7 +133,7 @@ def run_experiment(
       True
     """
     return _runner.run_experiment(
-        get(name), profile=profile, seed=seed, out_dir=out_dir, progress=progress
+        get(name), profile=profile, seed=seed, out_dir=out_dir, progress=progress, timeout=timeout
     )
 
 
@@ -142,11 +145,14 @@ def reproduce(
     out_dir: str | os.PathLike = "results",
     resume: bool = False,
     console: Any = None,
+    timeout: float | None = None,
 ) -> list[dict[str, Any]]:
     """Runs the selected (default: all) experiments with a progress bar and writes REPORT.md.
 
     With ``resume``, experiments whose stored result matches the profile and code version are
-    kept as they are.
+    kept as they are. With ``timeout`` (seconds), each experiment runs in its own child process
+    and is stopped past the limit (recorded as ``error: timed out after N s``) while the others
+    still run; ``None`` runs them all here with no limit.
 
     Examples:
       >>> import tempfile, io
@@ -163,5 +169,11 @@ def reproduce(
         raise TypeError(f"selected must be a list of experiment names or None, got {selected!r}")
     experiments = [get(name) for name in (selected or names())]
     return _runner.reproduce(
-        experiments, profile=profile, seed=seed, out_dir=out_dir, resume=resume, console=console
+        experiments,
+        profile=profile,
+        seed=seed,
+        out_dir=out_dir,
+        resume=resume,
+        console=console,
+        timeout=timeout,
     )
