@@ -298,7 +298,7 @@ def scale_by_deva_matrix(
     shampoo_beta: ArrayLike | None = None,
     rms_scale: ArrayLike = 0.2,
     *,
-    precondition_frequency: ArrayLike = 10,
+    precondition_frequency: ArrayLike | None = None,
     max_precond_dim: int | None = None,
     nesterov: bool = True,
     bias_correction: bool = True,
@@ -337,8 +337,10 @@ def scale_by_deva_matrix(
       eps: ``ε > 0`` in ``Γ``.
       shampoo_beta: ``β_s`` of ``L, R`` (None: ``b2``).
       rms_scale: the update RMS target (0.2, Adam-like).
-      precondition_frequency: steps between basis refreshes, an int ``>= 1`` (may be traced, so
-        ``optax.inject_hyperparams`` can inject it).
+      precondition_frequency: steps between basis refreshes, an int ``>= 1``; None means 10,
+        static. A value may be traced (``optax.inject_hyperparams`` injects it); pass it as
+        ``jnp.int32(k)`` (strongly typed) or in ``static_args`` so that a restored state does
+        not retrace.
       max_precond_dim: sides longer than this are not rotated; None means 10000. It sets the
         state's shapes, so it is static (list it in ``static_args`` of
         ``optax.inject_hyperparams`` to pass a value).
@@ -495,7 +497,7 @@ def deva(
     fallback_b2: ArrayLike = 0.95,
     fallback_eps: ArrayLike = 1e-8,
     fallback_weight_decay: ArrayLike = 0.0,
-    precondition_frequency: ArrayLike = 10,
+    precondition_frequency: ArrayLike | None = None,
     max_precond_dim: int | None = None,
     nesterov: bool = True,
     bias_correction: bool = True,
@@ -517,10 +519,11 @@ def deva(
     ``β = (0.95, 0.95)``, ``λ = 0.01``.
 
     ``optax.inject_hyperparams(deva)(learning_rate=...)`` works with the defaults:
-    ``precondition_frequency`` may be traced; ``max_precond_dim`` and ``ns_steps`` default to
-    None (10000 and 5), since they set shapes and loop counts (list them in ``static_args`` to
-    pass a value). Params must be floating point and gradients must match them leaf by leaf
-    (checked in ``init`` and ``update``, naming the leaf's path).
+    ``precondition_frequency``, ``max_precond_dim`` and ``ns_steps`` default to None (10, 10000
+    and 5), so they stay static (no retrace of a restored state); the last two set shapes and
+    loop counts (list them in ``static_args`` to pass a value), the first may be injected.
+    Params must be floating point and gradients must match them leaf by leaf (checked in
+    ``init`` and ``update``, naming the leaf's path).
 
     Non-finite gradients: the state (:class:`DevaState`) counts the calls whose gradient had a
     NaN or infinite entry in ``nonfinite_count``; such a gradient enters the moments (and the
@@ -546,7 +549,7 @@ def deva(
       fallback_b2: fallback ``β₂``.
       fallback_eps: AdamW's ``ε`` (``"deva_vector"`` uses its 1e-5 inside the root).
       fallback_weight_decay: fallback decay.
-      precondition_frequency: see :func:`scale_by_deva_matrix` (may be traced).
+      precondition_frequency: see :func:`scale_by_deva_matrix` (None: 10; may be traced).
       max_precond_dim: see :func:`scale_by_deva_matrix` (None: 10000; static).
       nesterov: see :func:`scale_by_deva_matrix` (static).
       bias_correction: see :func:`scale_by_deva_matrix` (static).

@@ -35,9 +35,13 @@ __all__ = ["ScaleBySoapState", "scale_by_soap"]
 
 # ``max_precond_dim=None``: sides up to this length are rotated (the SOAP reference's 10000).
 DEFAULT_MAX_PRECOND_DIM = 10_000
+# ``precondition_frequency=None``: refresh every this many calls (the SOAP reference's 10).
+DEFAULT_PRECONDITION_FREQUENCY = 10
 # Shape-setting ints default to None so that ``optax.inject_hyperparams`` (which injects every
-# numeric default as a traced array) leaves them alone; precondition_frequency only enters
-# ``count % frequency`` and may be traced.
+# numeric default as a traced array) leaves them alone. precondition_frequency only enters
+# ``count % frequency`` and may be traced, but it defaults to None too: an injected default is a
+# weak-typed int32, so a state restored from a checkpoint (strongly typed) retraced the update
+# and ``optax.MultiSteps`` traced it twice (issue 44).
 
 
 class EigenbasisLeaf(NamedTuple):
@@ -203,7 +207,7 @@ def eigenbasis_transform(
     *,
     state_cls: type,
     method: str,
-    precondition_frequency: ArrayLike,
+    precondition_frequency: ArrayLike | None,
     max_precond_dim: int | None,
     bias_correction: bool,
 ) -> optax.GradientTransformationExtraArgs:
@@ -212,9 +216,12 @@ def eigenbasis_transform(
     ``state_cls`` is the NamedTuple ``(count, mu, nu, left, right, basis_left, basis_right,
     nonfinite_count)`` of the transform; ``method`` names it in the error for a non-matrix leaf.
     """
-    frequency = check_traceable_int(precondition_frequency, "precondition_frequency", minimum=1)
-    if frequency is None:  # traced (injected): the int32 of the step count
-        frequency = jnp.asarray(precondition_frequency).astype(jnp.int32)
+    if precondition_frequency is None:
+        frequency = DEFAULT_PRECONDITION_FREQUENCY
+    else:
+        frequency = check_traceable_int(precondition_frequency, "precondition_frequency", minimum=1)
+        if frequency is None:  # traced (injected): the int32 of the step count
+            frequency = jnp.asarray(precondition_frequency).astype(jnp.int32)
     max_dim = check_max_precond_dim(max_precond_dim)
     check_bool(bias_correction, "bias_correction")
 
@@ -283,7 +290,7 @@ def scale_by_soap(
     eps: ArrayLike = 1e-8,
     shampoo_beta: ArrayLike | None = None,
     *,
-    precondition_frequency: ArrayLike = 10,
+    precondition_frequency: ArrayLike | None = None,
     max_precond_dim: int | None = None,
 ) -> optax.GradientTransformationExtraArgs:
     r"""SOAP: Adam's step in the eigenbasis of Shampoo's preconditioners, for 2-D leaves.
@@ -313,8 +320,10 @@ def scale_by_soap(
       b2: ``β₂ ∈ [0, 1)``.
       eps: ``ε > 0`` added to ``√v``.
       shampoo_beta: ``β_s`` of ``L, R`` (None: ``b2``).
-      precondition_frequency: calls between basis refreshes, an int ``>= 1`` (may be traced, so
-        ``optax.inject_hyperparams`` can inject it).
+      precondition_frequency: calls between basis refreshes, an int ``>= 1``; None means 10,
+        static. A value may be traced (``optax.inject_hyperparams`` injects it); pass it as
+        ``jnp.int32(k)`` (strongly typed) or in ``static_args`` so that a restored state does
+        not retrace.
       max_precond_dim: sides longer than this are not rotated; None means 10000. It sets the
         state's shapes, so it is static (list it in ``static_args`` to pass it through
         ``optax.inject_hyperparams``).

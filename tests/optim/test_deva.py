@@ -485,7 +485,7 @@ def test_plain_inject_hyperparams_gives_the_same_trajectory(factory, kwargs, par
     grads = _mixed_grads(5) if params is None else [g[params] for g in _mixed_grads(5)]
     injected = optax.inject_hyperparams(factory)(**kwargs)
     hyperparams = injected.init(tree).hyperparams
-    if "precondition_frequency" in inspect.signature(factory).parameters:
+    if "precondition_frequency" in kwargs:
         assert "precondition_frequency" in hyperparams  # an int that only enters arithmetic
         assert "max_precond_dim" not in hyperparams  # None by default: it sets shapes
     expected, _ = _trajectory(factory(**kwargs), tree, grads)
@@ -654,3 +654,38 @@ def test_vector_alias_and_helpers_reject_bad_values():
         optim.is_hidden_matrix("w", jnp.ones((2, 2)))
     with pytest.raises(TypeError, match="^matrix_filter must be None or a function"):
         optim.deva_matrix_labels({"w": jnp.ones((2, 2))}, matrix_filter=3)
+
+
+@pytest.mark.parametrize("factory", [optim.deva, optim.scale_by_soap, optim.scale_by_deva_matrix])
+def test_default_precondition_frequency_is_static_under_inject_hyperparams(factory):
+    """Issue 44: an injected weak-typed int retraced a restored state and doubled MultiSteps."""
+    full = factory is optim.deva
+    params = _mixed_params() if full else _mixed_params()["w"]
+    grads = _mixed_grads(4) if full else [g["w"] for g in _mixed_grads(4)]
+    tx = optax.inject_hyperparams(factory)(**({"learning_rate": 3e-3} if full else {}))
+    state = tx.init(params)
+    assert "precondition_frequency" not in state.hyperparams  # None: resolved to 10, static
+    traces = []
+
+    def update(g, s):
+        traces.append(1)
+        return tx.update(g, s, params)
+
+    update = jax.jit(update)
+    _, state = update(grads[0], state)
+    # A checkpoint round trip gives strongly typed arrays: it must not retrace.
+    restored = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)), state)
+    update(grads[1], restored)
+    assert len(traces) == 1
+    multi = optax.MultiSteps(tx, every_k_schedule=2)
+    multi_traces = []
+
+    def multi_update(g, s):
+        multi_traces.append(1)
+        return multi.update(g, s, params)
+
+    multi_update = jax.jit(multi_update)
+    multi_state = multi.init(params)
+    for g in grads:
+        _, multi_state = multi_update(g, multi_state)
+    assert len(multi_traces) == 1
