@@ -44,7 +44,7 @@ from jaxlab import nn as jnn
 from jaxlab import optim
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab._src.stats import steps_to_reach, t_interval, trailing_mean
-from jaxlab._src.threads import single_threaded_blas
+from jaxlab._src.threads import compile_program, single_threaded_blas
 from jaxlab.optim import quadratic_toy_hessian
 
 __all__ = ["DevaConfig", "run"]
@@ -221,13 +221,6 @@ def _toy_transform(method: str, config: DevaConfig, peak_lr) -> optax.GradientTr
     raise ValueError(f"unknown toy method {method!r}")
 
 
-# XLA:CPU's multi-threaded Eigen path deadlocked in the toy's program for SOAP (eigh/QR inside the
-# vmapped scans) on a quiet 2-core machine: every worker idle on its futex, the host waiting for
-# the result, in every one of four quick runs (one run under heavy load had finished). Compiled
-# with single-threaded Eigen it runs in seconds; the language model is unaffected.
-_TOY_CPU_COMPILER_OPTIONS = {"xla_cpu_multi_thread_eigen": False}
-
-
 def _toy_runs(method, config, keys, eigenvalues, squared, lrs, curve_lr) -> tuple[Any, Any]:
     """Final ``f`` ``(problems, lrs, seeds)`` and curves at ``curve_lr`` ``(problems, seeds, T+1)``.
 
@@ -269,8 +262,9 @@ def _toy_runs(method, config, keys, eigenvalues, squared, lrs, curve_lr) -> tupl
     over_lrs = jax.vmap(over_seeds, in_axes=(None, None, None, 0))
     over_problems = jax.vmap(over_lrs, in_axes=(None, 0, 0, None))
     args = (keys, eigenvalues, squared, jnp.asarray(lrs))
-    options = _TOY_CPU_COMPILER_OPTIONS if jax.default_backend() == "cpu" else None
-    program = jax.jit(over_problems).lower(*args).compile(compiler_options=options)
+    # eigh/QR inside vmapped scans: compiled with single-threaded Eigen on CPU, where the
+    # multi-threaded path hung (jaxlab._src.threads).
+    program = compile_program(over_problems, *args)
     curves = np.asarray(program(*args))
     return curves[..., -1], curves[:, list(lrs).index(curve_lr)]
 
