@@ -36,6 +36,9 @@ __all__ = [
     "check_axis_bound",
     "check_axis_name",
     "check_bool",
+    "check_bootstrap_counts",
+    "check_distribution",
+    "check_finite_array",
     "check_floating_tree",
     "check_in_range",
     "check_indices",
@@ -51,6 +54,7 @@ __all__ = [
     "check_real",
     "check_real_array",
     "check_seed",
+    "check_shape",
     "check_traceable_int",
     "check_tree_like",
     "concrete_float",
@@ -743,11 +747,49 @@ def nonfinite_count_init(tree: Any) -> jax.Array:
     return jnp.zeros_like(leaves[0], dtype=jnp.int32, shape=())
 
 
+def check_bootstrap_counts(value: Any, num_samples: int, name: str = "multiplicities") -> None:
+    """Concrete bootstrap counts ``(M, N)``: finite whole numbers ``>= 0``, each row summing to N.
+
+    Row ``m`` counts how often each of the ``N`` samples is drawn into resample ``m``, so a row
+    that sums to anything else, or a negative or fractional count, is not a bootstrap resample
+    (a bound built on it can fall below the sample mean). A traced value is left unchecked.
+
+    Examples:
+      >>> check_bootstrap_counts(np.array([[2, 0], [1, 1]]), 2)
+      >>> check_bootstrap_counts(np.array([[2, 1], [1, 1]]), 2)
+      Traceback (most recent call last):
+      ...
+      ValueError: multiplicities must be bootstrap counts: every row must sum to N = 2, got row ...
+    """
+    if not is_concrete(value):
+        return
+    v = np.asarray(value, np.float64)
+    if v.ndim != 2 or v.shape[1] != num_samples or v.shape[0] == 0:
+        raise ValueError(
+            f"{name} must have shape (M, N) with M >= 1 and N = {num_samples}, got {v.shape}"
+        )
+    finite = np.isfinite(v)
+    if not np.all(finite):
+        raise ValueError(f"{name} must be finite, got {int(np.sum(~finite))} non-finite entries")
+    if np.any(v < 0):
+        raise ValueError(f"{name} must be counts >= 0, got a minimum of {v.min()}")
+    if np.any(v != np.round(v)):
+        raise ValueError(f"{name} must be whole-number counts, got fractional entries")
+    sums = v.sum(axis=1)
+    bad = np.flatnonzero(sums != num_samples)
+    if bad.size:
+        raise ValueError(
+            f"{name} must be bootstrap counts: every row must sum to N = {num_samples}, got row "
+            f"{bad[0]} summing to {sums[bad[0]]}"
+        )
+
+
 def check_multiplicities(value: Any, num_samples: int, name: str = "multiplicities") -> np.ndarray:
-    """A concrete bootstrap matrix ``(M, N)`` of finite counts ``>= 0``, as float64 on the host.
+    """A concrete bootstrap matrix ``(M, N)`` of counts, as float64 on the host.
 
     For the host-side bootstrap LPs (``jaxlab.stochprog``, ``jaxlab.solvers.LShaped``):
-    ``N = num_samples`` columns, at least one row.
+    ``N = num_samples`` columns, at least one row, whole counts ``>= 0`` summing to ``N`` per row
+    (:func:`check_bootstrap_counts`).
 
     Examples:
       >>> check_multiplicities([[2, 0], [1, 1]], 2).tolist()
@@ -755,14 +797,79 @@ def check_multiplicities(value: Any, num_samples: int, name: str = "multipliciti
       >>> check_multiplicities([[1, 1, 1]], 2)
       Traceback (most recent call last):
       ...
-      ValueError: multiplicities must have shape (M, N) with N = 2 scenarios, got (1, 3)
+      ValueError: multiplicities must have shape (M, N) with M >= 1 and N = 2, got (1, 3)
     """
     v = check_array(value, name, kind="real", ndim=2, host=True)
-    if v.shape[1] != num_samples:
+    check_bootstrap_counts(v, num_samples, name)
+    return v.astype(np.float64)
+
+
+def check_distribution(value: Any, name: str, *, atol: float = 1e-3) -> None:
+    """Concrete probabilities over the last axis: finite, in ``[0, 1]``, each row summing to 1.
+
+    ``atol`` is the slack on the sum (float32 softmax outputs sum to 1 within 1e-6; 1e-3 also
+    admits probabilities rounded to three decimals). A traced value is left unchecked.
+
+    Examples:
+      >>> check_distribution(np.array([0.5, 0.5]), "probs")
+      >>> check_distribution(np.array([1.0, 1.0]), "probabilities")
+      Traceback (most recent call last):
+      ...
+      ValueError: probabilities must sum to 1 over the last axis (within 0.001), got sums in ...
+    """
+    if not is_concrete(value):
+        return
+    p = np.asarray(value, np.float64)
+    if not np.all(np.isfinite(p)):
+        bad = int(np.sum(~np.isfinite(p)))
+        raise ValueError(f"{name} must be finite probabilities, got {bad} non-finite entries")
+    if p.size and (p.min() < 0 or p.max() > 1):
+        raise ValueError(f"{name} must lie in [0, 1], got values in [{p.min()}, {p.max()}]")
+    sums = p.sum(axis=-1) if p.ndim else p
+    if np.size(sums) and np.any(np.abs(sums - 1.0) > atol):
         raise ValueError(
-            f"{name} must have shape (M, N) with N = {num_samples} scenarios, got {v.shape}"
+            f"{name} must sum to 1 over the last axis (within {atol:g}), got sums in "
+            f"[{np.min(sums)}, {np.max(sums)}]"
         )
-    v = v.astype(np.float64)
-    if v.shape[0] == 0 or not np.all(np.isfinite(v)) or np.any(v < 0):
-        raise ValueError(f"{name} must be a non-empty matrix of finite counts >= 0")
-    return v
+
+
+def check_shape(value: Any, name: str = "shape") -> tuple[int, ...]:
+    """An array shape: an int ``>= 0`` or a sequence of them, returned as a tuple.
+
+    Examples:
+      >>> check_shape((3, 2))
+      (3, 2)
+      >>> check_shape((-1,))
+      Traceback (most recent call last):
+      ...
+      ValueError: shape must hold ints >= 0, got (-1,)
+    """
+    dims = (value,) if isinstance(value, numbers.Integral) else value
+    if isinstance(dims, str | bytes) or not isinstance(dims, tuple | list):
+        raise TypeError(f"{name} must be an int or a tuple of ints, got {_describe(value)}")
+    out = []
+    for d in dims:
+        if isinstance(d, bool | np.bool_) or not isinstance(d, numbers.Integral):
+            raise TypeError(f"{name} must hold ints, got {_describe(value)}")
+        out.append(int(d))
+    if any(d < 0 for d in out):
+        raise ValueError(f"{name} must hold ints >= 0, got {tuple(out)}")
+    return tuple(out)
+
+
+def check_finite_array(value: Any, name: str) -> None:
+    """Every entry of a concrete array is finite (a traced value is left unchecked).
+
+    Examples:
+      >>> check_finite_array(np.array([1.0, np.nan]), "y")
+      Traceback (most recent call last):
+      ...
+      ValueError: y must be finite, got 1 non-finite of 2 entries
+    """
+    if not is_concrete(value):
+        return
+    a = np.asarray(value)
+    if np.issubdtype(a.dtype, np.inexact):
+        bad = int(np.sum(~np.isfinite(a)))
+        if bad:
+            raise ValueError(f"{name} must be finite, got {bad} non-finite of {a.size} entries")

@@ -121,6 +121,7 @@ def cvar_weights(values: Any, alpha: Any, probabilities: Any = None) -> jax.Arra
     if probabilities is not None:
         probabilities = validation.check_array(probabilities, "probabilities", kind="real", ndim=1)
         validation.check_last_axis(probabilities, values.shape[0], "probabilities", "len(values)")
+        validation.check_distribution(probabilities, "probabilities")
         probabilities = probabilities.astype(values.dtype)
     return tail_weights(jnp, values, alpha, probabilities)
 
@@ -138,6 +139,7 @@ def _bootstrap_means(values, rng_key, multiplicities, num_resamples):
         raise TypeError("pass rng_key or multiplicities, not both")
     v = validation.check_array(multiplicities, "multiplicities", kind="real", ndim=2)
     validation.check_last_axis(v, n, "multiplicities", "len(values)")
+    validation.check_bootstrap_counts(v, n, "multiplicities")
     return v.astype(values.dtype) @ values / n
 
 

@@ -200,6 +200,7 @@ def positive_stable(rng_key: jax.Array, shape: tuple[int, ...], a: Any) -> jax.A
     a = validation.check_real(
         a, "a", minimum=0.0, maximum=1.0, include_minimum=False, include_maximum=False
     )
+    shape = validation.check_shape(shape, "shape")
     key_u, key_e = jax.random.split(rng_key)
     u = jax.random.uniform(key_u, shape, minval=0.0, maxval=math.pi)
     # Keep U off 0 and π, where sin vanishes and the ratio is 0/0.
@@ -283,6 +284,8 @@ def _check_scenarios(scenarios: Any, num_stations: int | None = None) -> None:
     ):
         if tuple(np.shape(value)) != shape:
             raise ValueError(f"{name} must have shape (n, J) = {shape}, got {np.shape(value)}")
+    for name in ProductMixScenarios._fields:
+        validation.check_finite_array(getattr(scenarios, name), f"scenarios.{name}")
 
 
 def product_mix_reference_scenarios() -> ProductMixScenarios:

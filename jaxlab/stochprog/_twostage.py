@@ -125,6 +125,12 @@ class TwoStageLP:
             if self.x_upper is None
             else _host_array(self.x_upper, "x_upper", (0, 1), False)
         )
+        for name, bound in (("x_lower", lower), ("x_upper", upper)):
+            if bound.ndim == 1 and bound.shape[0] != n1:
+                raise ValueError(
+                    f"{name} must be a scalar or have shape (n1,) = ({n1},) from c, got "
+                    f"{bound.shape}"
+                )
         lower, upper = np.broadcast_to(lower, (n1,)), np.broadcast_to(upper, (n1,))
         if np.any(np.isnan(lower)) or np.any(np.isnan(upper)) or np.any(lower > upper):
             raise ValueError(f"x_lower must be <= x_upper entrywise, got {lower} and {upper}")

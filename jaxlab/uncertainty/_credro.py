@@ -34,6 +34,7 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_distribution,
     check_key,
     check_positive,
     check_positive_int,
@@ -62,6 +63,9 @@ __all__ = [
 DRO_KINDS = ("cvar", "cvar_exact", "kl", "chi2")
 MAX_ENUMERATION_CLASSES = 12  # C·2^{C−1} vertices: 24 576 at C = 12
 _BISECTION_STEPS = 60  # halves [0, 1] to below float64 resolution (the note's 50-60)
+# Slack on sum(lower) <= 1 <= sum(upper): float32 member probabilities sum to 1 within ~1e-6, and
+# a box from credal_box satisfies the condition exactly up to that rounding.
+_BOX_TOLERANCE = 1e-4
 
 
 def _losses(losses: ArrayLike) -> jax.Array:
@@ -346,13 +350,16 @@ def _probs(member_probs: ArrayLike) -> jax.Array:
 
 
 def _plogp(p: jax.Array) -> jax.Array:
-    """``−p log p`` with ``0 log 0 := 0`` (natural log)."""
+    """``−p log p`` with ``0 log 0 := 0`` (natural log); NaN for a NaN or negative ``p``."""
     safe = jnp.where(p > 0, p, 1.0)
-    return jnp.where(p > 0, -p * jnp.log(safe), 0.0)
+    return jnp.where(p > 0, -p * jnp.log(safe), jnp.where(p == 0, 0.0, jnp.nan))
 
 
 def entropy(probs: ArrayLike, *, base: ArrayLike = 2.0) -> jax.Array:
     """Shannon entropy ``−Σ_c p_c log_base p_c`` over the last axis (``0 log 0 = 0``).
+
+    ``probs`` must be distributions over the last axis (checked when concrete: finite, in
+    ``[0, 1]``, summing to 1); a traced NaN or negative entry gives NaN, not a finite number.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -361,6 +368,7 @@ def entropy(probs: ArrayLike, *, base: ArrayLike = 2.0) -> jax.Array:
     """
     check_positive(base, "base")
     p = check_array(probs, "probs", kind="floating")
+    check_distribution(p, "probs")  # traced: a NaN or negative entry gives NaN
     return jnp.sum(_plogp(p), axis=-1) / jnp.log(jnp.asarray(base, p.dtype))
 
 
@@ -385,7 +393,32 @@ def _check_box(lower, upper):
     upper = check_array(upper, "upper", kind="floating")
     if lower.shape != upper.shape or lower.ndim < 1:
         raise ValueError(f"lower {lower.shape} and upper {upper.shape} must share a shape (..., C)")
+    if is_concrete(lower) and is_concrete(upper):
+        low, up = np.asarray(lower, np.float64), np.asarray(upper, np.float64)
+        for name, v in (("lower", low), ("upper", up)):
+            if not np.all(np.isfinite(v)) or v.min() < 0 or v.max() > 1:
+                raise ValueError(f"{name} must be finite probabilities in [0, 1]")
+        if np.any(low > up):
+            raise ValueError("lower must be <= upper entrywise (the box is empty)")
+        tol = _BOX_TOLERANCE
+        if np.any(low.sum(-1) > 1 + tol) or np.any(up.sum(-1) < 1 - tol):
+            raise ValueError(
+                "lower and upper must bound a distribution: sum(lower) <= 1 <= sum(upper) over "
+                f"the last axis, got sum(lower) up to {low.sum(-1).max():.4g} and sum(upper) down "
+                f"to {up.sum(-1).min():.4g}"
+            )
     return lower, upper
+
+
+def _box_feasible(lower: jax.Array, upper: jax.Array) -> jax.Array:
+    """Traced boxes: whether each ``(l, u)`` contains a distribution (NaN reported otherwise)."""
+    tol = _BOX_TOLERANCE
+    return (
+        jnp.all(lower <= upper, axis=-1)
+        & (jnp.sum(lower, -1) <= 1 + tol)
+        & (jnp.sum(upper, -1) >= 1 - tol)
+        & jnp.all((lower >= 0) & (upper <= 1), axis=-1)
+    )
 
 
 def upper_entropy(lower: ArrayLike, upper: ArrayLike, *, base: ArrayLike = 2.0) -> jax.Array:
@@ -393,7 +426,8 @@ def upper_entropy(lower: ArrayLike, upper: ArrayLike, *, base: ArrayLike = 2.0) 
 
     ``τ*`` solves ``Σ_c clip(τ, l_c, u_c) = 1`` (monotone in ``τ``; 60 bisection steps on
     ``[0, 1]``); the box must contain a distribution (``Σl <= 1 <= Σu``, true for a box built
-    from members by :func:`credal_box`).
+    from members by :func:`credal_box`). A concrete box that does not (``l > u`` somewhere,
+    ``Σl > 1`` or ``Σu < 1``) raises ``ValueError``; a traced one gives NaN.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -415,7 +449,8 @@ def upper_entropy(lower: ArrayLike, upper: ArrayLike, *, base: ArrayLike = 2.0) 
     zeros = jnp.zeros(lower.shape[:-1], lower.dtype)
     lo, hi = jax.lax.fori_loop(0, _BISECTION_STEPS, bisect, (zeros, zeros + 1.0))
     p = jnp.clip((0.5 * (lo + hi))[..., None], lower, upper)
-    return jnp.sum(_plogp(p), axis=-1) / jnp.log(jnp.asarray(base, lower.dtype))
+    value = jnp.sum(_plogp(p), axis=-1) / jnp.log(jnp.asarray(base, lower.dtype))
+    return jnp.where(_box_feasible(lower, upper), value, jnp.nan)
 
 
 def lower_entropy(lower: ArrayLike, upper: ArrayLike, *, base: ArrayLike = 2.0) -> jax.Array:
@@ -424,7 +459,8 @@ def lower_entropy(lower: ArrayLike, upper: ArrayLike, *, base: ArrayLike = 2.0) 
     A concave function's minimum over a polytope is at a vertex: every coordinate at ``l_c`` or
     ``u_c`` except one free coordinate ``1 − Σ(others)``, feasible when it lies in
     ``[l_free, u_free]``. All ``C·2^{C−1}`` candidates are scored (a precomputed ``{0,1}^{C−1}``
-    table; ``C <= 12``, larger ``C`` raises: a greedy heuristic is not offered).
+    table; ``C <= 12``, larger ``C`` raises: a greedy heuristic is not offered). A box that
+    contains no distribution raises when concrete and gives NaN when traced.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -460,7 +496,8 @@ def lower_entropy(lower: ArrayLike, upper: ArrayLike, *, base: ArrayLike = 2.0) 
 
     flat_l, flat_u = lower.reshape(-1, classes), upper.reshape(-1, classes)
     values = jax.lax.map(lambda lu: one(*lu), (flat_l, flat_u), batch_size=256)
-    return values.reshape(lower.shape[:-1]) / jnp.log(jnp.asarray(base, lower.dtype))
+    value = values.reshape(lower.shape[:-1]) / jnp.log(jnp.asarray(base, lower.dtype))
+    return jnp.where(_box_feasible(lower, upper), value, jnp.nan)
 
 
 def epistemic_uncertainty(member_probs: ArrayLike, *, base: ArrayLike = 2.0) -> jax.Array:

@@ -175,3 +175,62 @@ probes(
         "unbounded below",
     ),
 )
+
+# Issue 44: malformed bootstrap counts and laws (family B), negative sizes (D), misleading
+# messages (G).
+_N2 = dict(c=[1.0], W=[[1.0, -1.0]], T=[[1.0]], h=[[2.0], [4.0]], q=[3.0, 0.0])
+for _name in ("apub", "efron_upper_bound"):
+    _fn = getattr(SP, _name)
+    _lvl = 0.5
+    probes(
+        _P + _name,
+        raises("multiplicities", lambda f=_fn: f(_X, _lvl, multiplicities=2 * _V), ValueError,
+               "rows sum to 2N"),
+        raises("multiplicities", lambda f=_fn: f(_X, _lvl, multiplicities=np.array(
+               [[-1, 3, 1, 1]] * 5)), ValueError, "negative"),
+        raises("multiplicities", lambda f=_fn: f(_X, _lvl, multiplicities=np.full((5, 4), 1.0)
+               + np.array([0.5, -0.5, 0.0, 0.0])), ValueError, "fractional"),
+        raises("multiplicities", lambda f=_fn: f(_X, _lvl, multiplicities=np.where(
+               np.eye(5, 4) > 0, np.nan, 1.0)), ValueError, "nan"),
+    )  # fmt: skip
+for _name in ("extensive_form", "solve_extensive_form"):
+    _fn = getattr(SP, _name)
+    probes(
+        _P + _name,
+        raises("multiplicities", lambda f=_fn: f(SP.TwoStageLP(**_N2), alpha=0.5,
+               multiplicities=[[1.0, 0.0]]), ValueError, "row sums to 1 of N=2"),
+        raises("multiplicities", lambda f=_fn: f(SP.TwoStageLP(**_N2), alpha=0.5,
+               multiplicities=[[1.5, 0.5]]), ValueError, "fractional"),
+        raises("multiplicities", lambda f=_fn: f(SP.TwoStageLP(**_N2), alpha=0.5,
+               multiplicities=[[np.nan, 2.0]]), ValueError, "nan"),
+    )  # fmt: skip
+probes(
+    _P + "cvar_weights",
+    raises("probabilities", lambda: SP.cvar_weights(_X, 0.5, jnp.full(4, 0.5)), ValueError,
+           "sums to 2"),
+    raises("probabilities", lambda: SP.cvar_weights(_X, 0.5, jnp.array([1.5, -0.5, 0.0, 0.0])),
+           ValueError, "negative"),
+    raises("probabilities", lambda: SP.cvar_weights(_X, 0.5, jnp.array([NAN, 0.5, 0.5, 0.0])),
+           ValueError, "nan"),
+)  # fmt: skip
+probes(
+    _P + "positive_stable",
+    raises("shape", lambda: SP.positive_stable(_key(), (-1,), 0.5), ValueError, "negative"),
+    raises("shape", lambda: SP.positive_stable(_key(), "3", 0.5), TypeError, "str"),
+)
+probes(
+    _P + "TwoStageLP",
+    raises("x_upper", lambda: SP.TwoStageLP(**_N2, x_upper=[1.0, 2.0]), ValueError, "length"),
+    raises("x_lower", lambda: SP.TwoStageLP(**_N2, x_lower=[0.0, 0.0, 0.0]), ValueError),
+)
+probes(
+    _P + "product_mix_model",
+    raises(
+        "scenarios.hours",
+        lambda: SP.product_mix_model(
+            _scenarios()._replace(hours=jnp.array([1.0, NAN, 2.0])), SP.product_mix_config()
+        ),
+        ValueError,
+        "nan",
+    ),
+)

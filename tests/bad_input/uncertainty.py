@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxlab import uncertainty as unc
-from tests.bad_input import no_probes, probes, raises
+from tests.bad_input import no_probes, probes, raises, status
 
 _NAN = float("nan")
 _LOSSES = jnp.array([1.0, 2.0, 3.0])
@@ -162,3 +162,31 @@ probes(
     ),  # fmt: skip
 )
 no_probes("jaxlab.uncertainty.DigitsShiftSplits", "a NamedTuple of arrays built by the splits")
+
+# Issue 44, family A: a NaN probability or a box holding no distribution gave a finite entropy.
+probes(
+    "jaxlab.uncertainty.entropy",
+    raises("probs", lambda: unc.entropy(jnp.array([_NAN, 0.5])), ValueError, "nan"),
+    raises("probs", lambda: unc.entropy(jnp.array([1.5, -0.5])), ValueError, "negative"),
+    raises("probs", lambda: unc.entropy(jnp.array([0.5, 0.7])), ValueError, "sums to 1.2"),
+)
+for _name in ("upper_entropy", "lower_entropy"):
+    _fn = getattr(unc, _name)
+    probes(
+        "jaxlab.uncertainty." + _name,
+        raises("lower", lambda f=_fn: f(jnp.array([0.6, 0.1]), jnp.array([0.4, 0.9])),
+               ValueError, "lower above upper"),
+        raises("lower", lambda f=_fn: f(jnp.array([0.7, 0.6]), jnp.array([0.8, 0.9])),
+               ValueError, "sum(lower) above 1"),
+        raises("upper", lambda f=_fn: f(jnp.array([0.1, 0.1]), jnp.array([0.2, 0.3])),
+               ValueError, "sum(upper) below 1"),
+        raises("lower", lambda f=_fn: f(jnp.array([_NAN, 0.1]), jnp.array([0.9, 0.9])),
+               ValueError, "nan"),
+        status("lower", lambda f=_fn: jax.jit(f)(jnp.array([0.6, 0.1]), jnp.array([0.4, 0.9])),
+               lambda out: bool(jnp.isnan(out)), "traced empty box gives NaN"),
+    )  # fmt: skip
+probes(
+    "jaxlab.uncertainty.entropy",
+    status("probs", lambda: jax.jit(unc.entropy)(jnp.array([_NAN, 0.5])),
+           lambda out: bool(jnp.isnan(out)), "traced NaN gives NaN"),
+)  # fmt: skip
