@@ -37,6 +37,7 @@ __all__ = [
     "check_axis_name",
     "check_bool",
     "check_bootstrap_counts",
+    "check_callback_shape",
     "check_distribution",
     "check_finite_array",
     "check_floating_tree",
@@ -855,6 +856,23 @@ def check_shape(value: Any, name: str = "shape") -> tuple[int, ...]:
     if any(d < 0 for d in out):
         raise ValueError(f"{name} must hold ints >= 0, got {tuple(out)}")
     return tuple(out)
+
+
+def check_callback_shape(out: Any, shape: tuple[int, ...], name: str, what: str) -> None:
+    """A user callback's output (an array or ``ShapeDtypeStruct``) has ``shape``.
+
+    Checked on the shape only, so it works on traced outputs and on ``jax.eval_shape``'s.
+
+    Examples:
+      >>> check_callback_shape(jnp.zeros(3), (2,), "velocity_fn", "shaped like x")
+      Traceback (most recent call last):
+      ...
+      ValueError: velocity_fn must return an array shaped like x (2,), got shape (3,)
+    """
+    got = getattr(out, "shape", None)
+    if got is None or tuple(got) != tuple(shape):
+        described = f"shape {tuple(got)}" if got is not None else _describe(out)
+        raise ValueError(f"{name} must return an array {what} {tuple(shape)}, got {described}")
 
 
 def check_finite_array(value: Any, name: str) -> None:

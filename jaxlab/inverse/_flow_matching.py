@@ -38,6 +38,7 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_callback_shape,
     check_int,
     check_key,
     check_last_axis,
@@ -191,6 +192,9 @@ def integrate_flow(
     _check_time(t1, "t1")
     if is_concrete(t0) and is_concrete(t1) and float(t0) == float(t1):
         raise ValueError(f"t1 must differ from t0, got t0 = t1 = {float(t0)}")
+    # The callback's output is checked once, abstractly, before the solver traces it.
+    out = jax.eval_shape(velocity_fn, params, x, jnp.asarray(t0, x.dtype))
+    check_callback_shape(out, x.shape, "velocity_fn", "shaped like x")
     solver = diffrax_solver(method)
     adjoint = diffrax_adjoint(adjoint, num_steps)
     _check_every_step(solver, adjoint)
@@ -325,6 +329,8 @@ class VelocityMLP(nnx.Module):
     ):
         self.num_features = check_positive_int(num_features, "num_features")
         self.num_frequencies = check_positive_int(num_frequencies, "num_frequencies")
+        if not isinstance(rngs, nnx.Rngs):
+            raise TypeError(f"rngs must be an nnx.Rngs (nnx.Rngs(0)), got {type(rngs).__name__}")
         if isinstance(hidden, int) or not isinstance(hidden, Sequence) or not hidden:
             raise TypeError(f"hidden must be a non-empty sequence of widths, got {hidden!r}")
         widths = [check_positive_int(h, "hidden") for h in hidden]
@@ -430,6 +436,7 @@ def flow_matching_loss(
     t = jax.random.uniform(time_key, x1.shape[:1], x1.dtype)
     xt = (1.0 - t)[:, None] * x0 + t[:, None] * x1
     v = velocity_fn(params, xt, t)
+    check_callback_shape(v, xt.shape, "velocity_fn", "shaped like the batch x1")
     return jnp.mean(jnp.sum((v - (x1 - x0)) ** 2, axis=-1))
 
 

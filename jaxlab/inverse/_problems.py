@@ -27,12 +27,14 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_finite_array,
     check_key,
     check_last_axis,
     check_nonnegative,
     check_positive,
     check_positive_int,
     check_real_array,
+    is_concrete,
 )
 from jaxlab.inverse._operators import LinearOperator, check_operator
 
@@ -52,6 +54,34 @@ def _as_time(t: ArrayLike, dtype) -> jax.Array:
     if t.ndim != 0:
         raise ValueError(f"t must be a scalar time in [0, 1], got shape {t.shape}")
     return t
+
+
+def _check_mixture(
+    weights: ArrayLike, means: ArrayLike, covariances: ArrayLike, *, zero_weights: bool = False
+):
+    """:class:`GaussianMixtureFlow`'s checks (concrete values): shapes, a law, SPD covariances.
+
+    ``zero_weights`` admits weights equal to 0 (a posterior's softmax can underflow to 0).
+    """
+    w = check_array(weights, "weights", kind="floating", ndim=1)
+    m = check_array(means, "means", kind="floating", ndim=2)
+    c = check_array(covariances, "covariances", kind="floating", ndim=3)
+    k, d = m.shape
+    if w.shape != (k,):
+        raise ValueError(f"weights must have shape (K,) = ({k},) like means, got {w.shape}")
+    if c.shape != (k, d, d):
+        raise ValueError(f"covariances must have shape (K, D, D) = {(k, d, d)}, got {c.shape}")
+    wn = check_real_array(w, "weights", minimum=0.0, include_minimum=zero_weights)
+    if wn is not None and abs(wn.sum() - 1.0) > 1e-5:
+        raise ValueError(f"weights must sum to 1, got sum {wn.sum()}")
+    check_real_array(m, "means")
+    cn = check_real_array(c, "covariances")
+    if cn is not None:
+        if not np.allclose(cn, np.swapaxes(cn, 1, 2), atol=1e-6):
+            raise ValueError("covariances must be symmetric")
+        if np.min(np.linalg.eigvalsh(cn)) <= 0:
+            raise ValueError("covariances must be positive definite")
+    return w, m, c
 
 
 @jax.tree_util.register_dataclass
@@ -97,6 +127,16 @@ class GaussianMixtureFlow:
     means: jax.Array
     covariances: jax.Array
 
+    def __post_init__(self):
+        # The constructor checks concrete arrays as ``create`` does (issue 44: only ``create``
+        # checked, so a mixture with weights summing to 2 or an indefinite covariance was built);
+        # traced leaves and the placeholders of pytree operations are left alone.
+        fields = (self.weights, self.means, self.covariances)
+        if all(isinstance(f, np.ndarray | jax.Array | list | tuple) for f in fields) and all(
+            is_concrete(f) for f in fields
+        ):
+            _check_mixture(*fields, zero_weights=True)
+
     @classmethod
     def create(
         cls, weights: ArrayLike, means: ArrayLike, covariances: ArrayLike
@@ -108,24 +148,7 @@ class GaussianMixtureFlow:
           >>> flow.dim
           1
         """
-        w = check_array(weights, "weights", kind="floating", ndim=1)
-        m = check_array(means, "means", kind="floating", ndim=2)
-        c = check_array(covariances, "covariances", kind="floating", ndim=3)
-        k, d = m.shape
-        if w.shape != (k,):
-            raise ValueError(f"weights must have shape (K,) = ({k},) like means, got {w.shape}")
-        if c.shape != (k, d, d):
-            raise ValueError(f"covariances must have shape (K, D, D) = {(k, d, d)}, got {c.shape}")
-        wn = check_real_array(w, "weights", minimum=0.0, include_minimum=False)
-        if wn is not None and abs(wn.sum() - 1.0) > 1e-5:
-            raise ValueError(f"weights must sum to 1, got sum {wn.sum()}")
-        check_real_array(m, "means")
-        cn = check_real_array(c, "covariances")
-        if cn is not None:
-            if not np.allclose(cn, np.swapaxes(cn, 1, 2), atol=1e-6):
-                raise ValueError("covariances must be symmetric")
-            if np.min(np.linalg.eigvalsh(cn)) <= 0:
-                raise ValueError("covariances must be positive definite")
+        w, m, c = _check_mixture(weights, means, covariances)
         return cls(w, m, c.astype(m.dtype))
 
     @property
@@ -259,6 +282,7 @@ class GaussianMixtureFlow:
         var = jnp.asarray(noise_std, a.dtype) ** 2
         prec = jnp.linalg.inv(self.covariances)
         post_cov = jnp.linalg.inv(prec + (a.T @ a)[None] / var)
+        post_cov = 0.5 * (post_cov + jnp.swapaxes(post_cov, -1, -2))  # symmetric to rounding
         post_mean = jnp.einsum(
             "kij,kj->ki",
             post_cov,
@@ -450,6 +474,7 @@ def least_squares_baseline(
         raise ValueError(
             f"y must have shape ({operator.output_size},) (the operator's output), got {y.shape}"
         )
+    check_finite_array(y, "y")  # a NaN made CG stop at once and return zeros (issue 44)
     check_positive(noise_std, "noise_std")
     beta = check_nonnegative(smoothness, "smoothness")
     check_positive(ridge, "ridge")

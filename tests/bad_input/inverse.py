@@ -326,3 +326,35 @@ probes(
     _P + "step_memory",
     raises("fn", lambda: I.step_memory("f", jnp.ones(2)), TypeError),
 )
+
+# Issue 44: the constructor checks as create does (family B), NaN data (A), callbacks of the wrong
+# shape named (F), a wrong container type (E).
+probes(
+    _P + "GaussianMixtureFlow",
+    raises("weights", lambda: I.GaussianMixtureFlow(jnp.array([0.5, 1.5]), jnp.ones((2, 1)),
+           jnp.ones((2, 1, 1))), ValueError, "constructor: weights sum to 2"),
+    raises("covariances", lambda: I.GaussianMixtureFlow(jnp.ones(1), jnp.ones((1, 1)),
+           -jnp.ones((1, 1, 1))), ValueError, "constructor: not positive definite"),
+    raises("covariances", lambda: I.GaussianMixtureFlow(jnp.ones(1), jnp.ones((1, 2)),
+           jnp.ones((1, 1, 1))), ValueError, "constructor: mismatched shapes"),
+)  # fmt: skip
+probes(
+    _P + "least_squares_baseline",
+    raises("y", lambda: I.least_squares_baseline(jnp.array([NAN]), _op(), 0.05), ValueError,
+           "nan"),
+)  # fmt: skip
+probes(
+    _P + "VelocityMLP",
+    raises("rngs", lambda: I.VelocityMLP(2, (4,), rngs=None), TypeError, "None"),
+    raises("rngs", lambda: I.VelocityMLP(2, (4,), rngs=0), TypeError, "an int"),
+)
+probes(
+    _P + "integrate_flow",
+    raises("velocity_fn", lambda: I.integrate_flow(lambda p, x, t: x[:1], None, jnp.ones(2),
+           num_steps=2), ValueError, "returns the wrong shape"),
+)  # fmt: skip
+probes(
+    _P + "flow_matching_loss",
+    raises("velocity_fn", lambda: I.flow_matching_loss(lambda p, x, t: t, None, _key(),
+           jnp.ones((3, 2))), ValueError, "returns the wrong shape"),
+)  # fmt: skip
