@@ -165,7 +165,12 @@ class LShaped:
         try:
             return recourse_lower_bound(self.model)
         except ValueError as err:
-            raise ValueError(f"eta_lower_bound: {err}; pass a finite eta_lower_bound") from err
+            if "unbounded" in str(err):  # no finite bound exists to compute: the user's helps
+                raise ValueError(f"eta_lower_bound: {err}; pass a finite eta_lower_bound") from err
+            # An infeasible scenario: no eta_lower_bound can help (issue 44).
+            raise ValueError(
+                f"model: {err}; the two-stage problem has no feasible recourse"
+            ) from err
 
     def _evaluate(self, x: np.ndarray):
         if self.recourse_fun is None:

@@ -49,6 +49,7 @@ References:
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import NamedTuple
 
 import jax
@@ -351,6 +352,17 @@ class DenseQP(IterativeSolver):
             rho=rho,
         )
 
+    def run(self, init_params, *args, **kwargs) -> OptStep:
+        """Runs the solver; concrete problem data are checked first, outside the jitted loop.
+
+        Inside ``jit`` the data are traced and crossed bounds (``lower > upper``) are reported
+        by the status ``QP_PRIMAL_INFEASIBLE`` after the first update.
+        """
+        bound = inspect.signature(self.init_state).bind(init_params, *args, **kwargs)
+        problem = {k: v for k, v in bound.arguments.items() if k != "init_params"}
+        _check_problem(**problem)
+        return super().run(init_params, *args, **kwargs)
+
     def _check_init(self, init_params, q, A):
         if not isinstance(init_params, QPSolution):
             raise TypeError(
@@ -380,7 +392,8 @@ class DenseQP(IterativeSolver):
         z_new = jnp.clip(z_hat + w / rho, lower, upper)
         w_new = w + rho * (z_hat - z_new)
         primal, dual, error = self._residuals(v_new, w_new, z_new, P, q, A)
-        infeasible = self._certificate(w_new - w, A, lower, upper)
+        # Crossed bounds (lower > upper, only seen here when traced) make the set empty.
+        infeasible = self._certificate(w_new - w, A, lower, upper) | jnp.any(lower > upper)
         status = jnp.where(
             infeasible, jnp.int32(QP_PRIMAL_INFEASIBLE), jnp.int32(SolverStatus.RUNNING)
         )

@@ -722,3 +722,24 @@ probes(
     _P + "qp_kkt_tangent_solve",
     raises("linear_fn", lambda: S.qp_kkt_tangent_solve("matvec", jnp.ones(2)), TypeError),
 )
+
+# Issue 44: crossed bounds reached the jitted loop unchecked and came back CONVERGED (family A);
+# an infeasible recourse advised eta_lower_bound (G); malformed bootstrap counts (B).
+probes(
+    _P + "DenseQP",
+    raises("lower", lambda: S.DenseQP().run(_QP_INIT, *_QP[:3], jnp.ones(2), -jnp.ones(2)),
+           ValueError, "crossed bounds through run"),
+    status("lower", lambda: jax.jit(lambda lo, up: S.DenseQP().run(_QP_INIT, *_QP[:3], lo, up))(
+               jnp.ones(2), -jnp.ones(2)),
+           lambda out: int(out.state.status) == S.QP_PRIMAL_INFEASIBLE,
+           "traced crossed bounds reported infeasible"),
+)  # fmt: skip
+probes(
+    _P + "LShaped",
+    raises("model", lambda: S.LShaped(_NO_RECOURSE).run(np.zeros(1)), ValueError,
+           "infeasible recourse, no eta advice"),
+    raises("multiplicities", lambda: S.LShaped(_LSHAPED_MODEL, alpha=0.5,
+           multiplicities=[[1.0, 0.0]]), ValueError, "row sums to 1 of N=2"),
+    raises("multiplicities", lambda: S.LShaped(_LSHAPED_MODEL, alpha=0.5,
+           multiplicities=[[0.5, 1.5]]), ValueError, "fractional"),
+)  # fmt: skip
