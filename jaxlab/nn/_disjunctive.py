@@ -350,6 +350,13 @@ class RuleSet:
                 )
         self.input_lower = self._input_bound(input_lower, "input_lower", -np.inf)
         self.input_upper = self._input_bound(input_upper, "input_upper", np.inf)
+        if np.any(self.input_lower > self.input_upper):
+            # Named here: the feasibility LPs below would blame the first rule (issue 44).
+            bad = int(np.argmax(self.input_lower > self.input_upper))
+            raise ValueError(
+                f"input_lower must be <= input_upper, got input_lower[{bad}] = "
+                f"{self.input_lower[bad]} > input_upper[{bad}] = {self.input_upper[bad]}"
+            )
         if isinstance(rules, Disjunction) or not isinstance(rules, list | tuple):
             raise TypeError(f"rules must be a list of Disjunction, got {type(rules).__name__}")
         for index, rule in enumerate(rules):

@@ -121,7 +121,15 @@ def _check_loss_fn(loss_fn: Any, params: Any) -> None:
     if not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
     check_floating_tree(params, "params")
-    out = jax.eval_shape(loss_fn, params)
+    if not jax.tree.leaves(params):
+        raise ValueError(f"params must hold at least one floating array, got {params!r}")
+    try:
+        out = jax.eval_shape(loss_fn, params)
+    except (KeyError, IndexError, AttributeError, TypeError) as err:  # params not what it reads
+        raise ValueError(
+            f"loss_fn(params) raised {type(err).__name__}: {err}; params must have the structure "
+            "loss_fn reads"
+        ) from err
     if not (
         isinstance(out, jax.ShapeDtypeStruct)
         and out.shape == ()

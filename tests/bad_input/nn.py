@@ -765,3 +765,19 @@ for _fn in ("input_decided_target", "output_only_target"):
         f"jaxlab.nn.{_fn}",
         raises("x", lambda _fn=_fn: getattr(nn, _fn)(jnp.zeros((2, 2)))),
     )
+
+# Issue 44: reversed input bounds were reported as an infeasible rule (family G); the loss's own
+# KeyError escaped for params it cannot read (E).
+probes(
+    "jaxlab.nn.top_eigenvalue",
+    raises("params", lambda: nn.top_eigenvalue(lambda p: p["w"] @ p["w"], {}, rng_key=_key()),
+           ValueError, "empty"),
+    raises("params", lambda: nn.top_eigenvalue(lambda p: p["w"] @ p["w"], {"v": jnp.ones(2)},
+           rng_key=_key()), ValueError, "missing key"),
+)  # fmt: skip
+probes(
+    "jaxlab.nn.RuleSet",
+    raises("input_lower", lambda: nn.RuleSet([0.0], [1.0], [nn.Disjunction([nn.Disjunct(
+           [[1.0]], [0.5], condition=([[-1.0]], [0.0]))], "R1")], input_size=1,
+           input_lower=[1.0], input_upper=[-1.0]), ValueError, "reversed input bounds"),
+)  # fmt: skip
