@@ -53,6 +53,7 @@ def _as_time(t: ArrayLike, dtype) -> jax.Array:
     t = jnp.asarray(t, dtype)
     if t.ndim != 0:
         raise ValueError(f"t must be a scalar time in [0, 1], got shape {t.shape}")
+    check_finite_array(t, "t")
     return t
 
 

@@ -66,6 +66,7 @@ from jaxlab._src.solver import QP_PRIMAL_INFEASIBLE, SolverStatus
 from jaxlab._src.validation import (
     check_array,
     check_bool,
+    check_finite_array,
     check_int,
     check_last_axis,
     check_nonnegative,
@@ -365,7 +366,7 @@ class RuleSet:
         names = [rule.name for rule in rules]
         duplicate = sorted({name for name in names if names.count(name) > 1})
         if duplicate:
-            raise ValueError(f"rule names must be unique, got duplicates {duplicate}")
+            raise ValueError(f"rules must have unique names, got duplicates {duplicate}")
         self.rules = tuple(rules)
         self.row_counts = tuple(
             tuple(self._check_disjunct(rule, t, d) for t, d in enumerate(rule.disjuncts))
@@ -792,6 +793,7 @@ def pinned_fractions(rule_set: RuleSet, x: Any, y: Any, *, tol: float = 1e-4) ->
     rule_set = _check_rule_set(rule_set)
     check_nonnegative(tol, "tol")
     xs, ys, lead = _prepare(rule_set, x, y)
+    check_finite_array(ys, "y")  # a NaN output pins nothing: reported as 0 pinned (issue 44)
     if len(lead) != 1:
         raise ValueError(f"y must have shape (N, n) (one batch axis), got leading axes {lead}")
     width = max((len(rule.disjuncts) for rule in rule_set.rules), default=0)

@@ -25,6 +25,7 @@ from jax.typing import ArrayLike
 from jaxlab._src.validation import (
     check_array,
     check_bool,
+    check_distribution,
     check_indices,
     check_int,
     check_key,
@@ -32,6 +33,7 @@ from jaxlab._src.validation import (
     check_positive_int,
     check_probability,
     check_real_array,
+    is_concrete,
 )
 from jaxlab.rl._ucpo import INVALID, RIGHT, UNCERTAIN, WRONG, metrics_from_counts
 
@@ -265,6 +267,7 @@ def _check_probs(probs, quality):
     q = check_array(quality, "quality", kind="real", ndim=2)
     if pi.shape != q.shape:
         raise ValueError(f"probs must have quality's shape {q.shape}, got {pi.shape}")
+    check_distribution(pi, "probs")
     return pi, q
 
 
@@ -407,6 +410,7 @@ def expected_answer_metrics(bandit: TernaryBandit, probs: ArrayLike) -> dict[str
       (0.5, 1.0, {0.0: 1.0, 1.0: 0.0})
     """
     pi = check_array(probs, "probs", kind="floating", ndim=2)
+    check_distribution(pi, "probs")
     k = bandit.num_answers
     if pi.shape != (bandit.key_answer.shape[0], k + 1):
         raise ValueError(
@@ -453,6 +457,8 @@ def _binary(x: Any, name: str = "x") -> jax.Array:
         x = check_array(x, name, kind="real")
     if x.ndim < 1:
         raise ValueError(f"{name} must have a variable axis (last), got a scalar")
+    if is_concrete(x) and not np.all(np.isin(np.asarray(x), (0, 1))):
+        raise ValueError(f"{name} must be a binary (0/1) array, got other values")
     return x.astype(jnp.float32)
 
 

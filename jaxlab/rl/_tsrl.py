@@ -31,6 +31,7 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_bool,
+    check_callback_shape,
     check_key,
     check_nonnegative,
     check_positive,
@@ -281,6 +282,7 @@ def pointwise_reward(
     g = _leading(responses, "responses", 1)
     keys = jax.random.split(rng_key, g)
     scores = jax.vmap(lambda k, x: score_fn(k, context, x))(keys, responses)
+    check_callback_shape(scores, (g,), "score_fn", "of one score per response: shape")
     scores = jnp.asarray(scores, jnp.float32)
     return scores, JudgeInfo(
         jnp.asarray(g, jnp.int32), jnp.sum(~jnp.isfinite(scores)).astype(jnp.int32)

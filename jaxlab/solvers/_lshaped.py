@@ -303,6 +303,7 @@ class LShaped:
                     f"init_params must have shape (n1,) = ({self.model.first_stage_dim},), "
                     f"got {x.shape}"
                 )
+            validation.check_finite_array(x, "init_params")
             return x
         x, _ = self._master(state.cut_slopes, state.cut_intercepts, state.eta_lower_bound)
         return x

@@ -346,6 +346,7 @@ def _probs(member_probs: ArrayLike) -> jax.Array:
     probs = check_array(member_probs, "member_probs", kind="floating")
     if probs.ndim < 2:
         raise ValueError(f"member_probs must be (M, ..., C), got shape {probs.shape}")
+    check_distribution(probs, "member_probs")
     return probs
 
 

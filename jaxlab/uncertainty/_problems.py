@@ -245,6 +245,16 @@ def mlp_apply(params: Sequence[dict[str, jax.Array]], x: ArrayLike) -> jax.Array
       (2, 3)
     """
     h = check_array(x, "x", kind="floating")
+    if (
+        isinstance(params, dict)
+        or not isinstance(params, Sequence)
+        or not params
+        or not all(isinstance(p, dict) and {"kernel", "bias"} <= set(p) for p in params)
+    ):
+        raise TypeError(
+            "params must be mlp_init's non-empty list of {'kernel', 'bias'} layers, got "
+            f"{type(params).__name__}"
+        )
     check_last_axis(h, np.shape(params[0]["kernel"])[-2], "x", "the first layer's inputs")
     for i, layer in enumerate(params):
         h = h @ layer["kernel"] + layer["bias"][None]

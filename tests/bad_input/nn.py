@@ -781,3 +781,8 @@ probes(
            [[1.0]], [0.5], condition=([[-1.0]], [0.0]))], "R1")], input_size=1,
            input_lower=[1.0], input_upper=[-1.0]), ValueError, "reversed input bounds"),
 )  # fmt: skip
+probes(
+    "jaxlab.nn.pinned_fractions",
+    raises("y", lambda: nn.pinned_fractions(_GAP_SET, None, jnp.full((2, 1), NAN)), ValueError,
+           "nan counted as pinned"),
+)  # fmt: skip

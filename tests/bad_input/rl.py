@@ -662,3 +662,24 @@ probes(
     raises("num_steps", lambda: R.run_optimizer(R.pbil(R.onemax, 4), _key(), 0), ValueError),
     raises("num_steps", lambda: R.run_optimizer(R.pbil(R.onemax, 4), _key(), 2.0), TypeError),
 )
+
+# Issue 44: non-binary points, probabilities that are not laws (family B) and a score callback of
+# the wrong shape (F).
+_K44 = jax.random.key(1)
+probes(_P + "onemax", raises("x", lambda: R.onemax(jnp.array([0, 2, 1])), ValueError, "not 0/1"))
+probes(_P + "leading_ones", raises("x", lambda: R.leading_ones(jnp.array([0.5, 1.0])), ValueError))
+probes(
+    _P + "normalized_quality",
+    raises("probs", lambda: R.normalized_quality(jnp.array([[0.7, 0.7]]), jnp.ones((1, 2))),
+           ValueError, "sums to 1.4"),
+)  # fmt: skip
+probes(
+    _P + "expected_answer_metrics",
+    raises("probs", lambda: R.expected_answer_metrics(R.TernaryBandit(jnp.array([2]),
+           jnp.array([1.0]), 4), jnp.ones((1, 5))), ValueError, "sums to 5"),
+)  # fmt: skip
+probes(
+    _P + "pointwise_reward",
+    raises("score_fn", lambda: R.pointwise_reward(_K44, lambda k, c, r: jnp.zeros(7),
+           jnp.ones((2, 3))), ValueError, "a vector per response"),
+)  # fmt: skip

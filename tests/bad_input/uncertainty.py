@@ -190,3 +190,18 @@ probes(
     status("probs", lambda: jax.jit(unc.entropy)(jnp.array([_NAN, 0.5])),
            lambda out: bool(jnp.isnan(out)), "traced NaN gives NaN"),
 )  # fmt: skip
+probes(
+    "jaxlab.uncertainty.epistemic_uncertainty",
+    raises("member_probs", lambda: unc.epistemic_uncertainty(jnp.array([[[0.5, 0.9]],
+           [[0.5, 0.5]]])), ValueError, "not a law"),
+)  # fmt: skip
+probes(
+    "jaxlab.uncertainty.mutual_information",
+    raises("member_probs", lambda: unc.mutual_information(jnp.array([[[1.5, -0.5]],
+           [[0.5, 0.5]]])), ValueError, "negative"),
+)  # fmt: skip
+probes(
+    "jaxlab.uncertainty.mlp_apply",
+    raises("params", lambda: unc.mlp_apply({"w": jnp.ones((4, 2))}, jnp.ones((3, 4))), TypeError,
+           "a dict"),
+)  # fmt: skip
