@@ -282,7 +282,17 @@ def run_in_child(
     limit = max(timeout, STARTUP_LIMIT_S)
     deadline = start + limit
     started = False
-    process.start()
+    try:
+        process.start()  # pickles the experiment: its config and run function by reference
+    except Exception as e:  # a run function defined in a local scope cannot be sent
+        reason = (
+            f"cannot run in a child process ({type(e).__name__}: {e}); define the run function "
+            "at module level, or run without a wall limit (--timeout 0)"
+        )
+        _error_record(record, reason, 0.0)
+        results.write_result(out_dir, record)
+        messages.close()
+        return record
     try:
         while True:
             now = time.perf_counter()
