@@ -2,16 +2,17 @@
 
 Two separate problems, two settings:
 
-- **A hang** (issue 44): on a quiet 2-core machine, the deva experiment's toy program (SOAP and
-  DeVA-S∞, whose eigenbasis is kept with ``eigh`` and ``qr`` inside vmapped ``lax.scan`` loops)
-  hung in every quick run, the host waiting for the result in ``np.asarray`` while every XLA
-  worker thread sat idle on its futex. Compiled with ``xla_cpu_multi_thread_eigen=False`` it
-  ran in seconds. That option stops XLA:CPU from handing the program's work to its intra-op
-  thread pool (Eigen's pool, shared by multi-threaded matmuls and the runtime's concurrent
-  execution of independent operations), so no task can wait on a pool whose threads all wait
-  in turn. Programs that run these decompositions are compiled with
-  :data:`CPU_COMPILER_OPTIONS` (:func:`jit`, :func:`compile_program`); on a GPU or TPU the
-  options are not passed.
+- **A hang** (reported in issue 44): on a quiet 2-core machine, the deva experiment's toy
+  program (SOAP and DeVA-S∞, whose eigenbasis is kept with ``eigh`` and ``qr`` inside vmapped
+  ``lax.scan`` loops) hung in every quick run, the host waiting for the result in
+  ``np.asarray`` while every XLA worker thread sat idle on its futex. Compiled with
+  ``xla_cpu_multi_thread_eigen=False`` it ran in seconds. That option stops XLA:CPU from
+  handing the program's work to its intra-op thread pool (Eigen's pool, shared by
+  multi-threaded matmuls and the runtime's concurrent execution of independent operations), so
+  no task can wait on a pool whose threads all wait in turn (the likely mechanism; the hang did
+  not recur on a loaded machine, where threads are scheduled differently, so it is not proven).
+  Programs that run these decompositions are compiled with :data:`CPU_COMPILER_OPTIONS`
+  (:func:`jit`, :func:`compile_program`); on a GPU or TPU the options are not passed.
 - **A slowdown**: small LAPACK calls hand work to OpenBLAS's own threads, which spin against
   XLA's on a loaded CPU (:func:`single_threaded_blas`).
 
