@@ -481,3 +481,9 @@ def test_an_interrupt_during_the_imports_exits_130_without_a_traceback(tmp_path)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in err and "Traceback" not in err, err[-2000:]
+
+
+def test_timeout_zero_runs_in_this_process(fake_experiments, tmp_path):
+    args = ["run", "zz-ok", "--profile", "smoke", "--out", str(tmp_path), "--timeout", "0"]
+    assert cli.main(args) == 0
+    assert CALLS["ok"] == 1  # counted here: no child process
