@@ -85,7 +85,6 @@ def _check_mixture(
     return w, m, c
 
 
-@jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class GaussianMixtureFlow:
     """A Gaussian mixture target ``Σ_k π_k N(m_k, Σ_k)`` and its exact flow-matching velocity.
@@ -131,7 +130,7 @@ class GaussianMixtureFlow:
     def __post_init__(self):
         # The constructor checks concrete arrays as ``create`` does (issue 44: only ``create``
         # checked, so a mixture with weights summing to 2 or an indefinite covariance was built);
-        # traced leaves and the placeholders of pytree operations are left alone.
+        # traced leaves are left alone, and pytree operations do not come here (_flow_unflatten).
         fields = (self.weights, self.means, self.covariances)
         if all(isinstance(f, np.ndarray | jax.Array | list | tuple) for f in fields) and all(
             is_concrete(f) for f in fields
@@ -297,6 +296,26 @@ class GaussianMixtureFlow:
         log_det = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
         log_w = jnp.log(self.weights) - 0.5 * (jnp.sum(white**2, axis=-1) + log_det)
         return GaussianMixtureFlow(jax.nn.softmax(log_w), post_mean, post_cov)
+
+
+_FLOW_FIELDS = ("weights", "means", "covariances")
+
+
+def _flow_unflatten(_, children) -> GaussianMixtureFlow:
+    # Not through __init__: pytree leaves may be gradients, tracers or placeholders, which are
+    # not a mixture and must not be checked as one (the constructor checks what users build).
+    flow = object.__new__(GaussianMixtureFlow)
+    for name, value in zip(_FLOW_FIELDS, children, strict=True):
+        object.__setattr__(flow, name, value)
+    return flow
+
+
+jax.tree_util.register_pytree_with_keys(
+    GaussianMixtureFlow,
+    lambda flow: ([(jax.tree_util.GetAttrKey(n), getattr(flow, n)) for n in _FLOW_FIELDS], None),
+    _flow_unflatten,
+    lambda flow: ([getattr(flow, n) for n in _FLOW_FIELDS], None),
+)
 
 
 def three_mode_mixture() -> GaussianMixtureFlow:
