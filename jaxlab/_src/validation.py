@@ -36,6 +36,7 @@ __all__ = [
     "check_axis_bound",
     "check_axis_name",
     "check_bool",
+    "check_finite_array",
     "check_floating_tree",
     "check_in_range",
     "check_indices",
@@ -55,6 +56,7 @@ __all__ = [
     "check_tree_like",
     "concrete_float",
     "count_nonfinite",
+    "count_nonfinite_entries",
     "tree_all_finite",
     "nonfinite_count_init",
     "is_concrete",
@@ -603,6 +605,52 @@ def count_nonfinite(counter: Any, tree: Any, *, also: Any = True) -> jax.Array:
     finite = tree_all_finite(tree) & jnp.asarray(also)
     saturated = counter == jnp.iinfo(counter.dtype).max
     return jnp.where(finite | saturated, counter, counter + jnp.ones_like(counter))
+
+
+def count_nonfinite_entries(x: Any) -> jax.Array:
+    """The number of NaN or infinite entries of an array (int32; traceable).
+
+    Integer and boolean arrays have none. The documented count a function returns for traced
+    input, where :func:`check_finite_array` cannot look at the values.
+
+    Examples:
+      >>> count_nonfinite_entries(jnp.array([1.0, jnp.nan, -jnp.inf]))
+      Array(2, dtype=int32)
+      >>> count_nonfinite_entries(jnp.arange(3))
+      Array(0, dtype=int32)
+    """
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        return jnp.zeros([], jnp.int32)
+    return jnp.sum(~jnp.isfinite(x), dtype=jnp.int32)
+
+
+def check_finite_array(value: Any, name: str, *, reason: str = "") -> None:
+    """A concrete array holds no NaN or infinite entry (``ValueError`` naming it and the count).
+
+    A traced array is let through unchecked: callers that accept traced input document what
+    a non-finite entry does there, or return :func:`count_nonfinite_entries`. ``reason``, when
+    given, says why the function cannot take such an entry.
+
+    Examples:
+      >>> check_finite_array(jnp.ones(3), "w")
+      >>> check_finite_array(jnp.array([0.5, jnp.nan]), "w", reason="it has no integer code")
+      Traceback (most recent call last):
+      ...
+      ValueError: w must be finite: 1 of its 2 entries are NaN/inf (it has no integer code)
+    """
+    if not is_concrete(value):
+        return
+    # On the host: inside a jit trace, a JAX op on a concrete (closed-over) array is traced too.
+    array = np.asarray(value)
+    if not np.issubdtype(array.dtype, np.inexact):
+        return
+    finite = np.isfinite(array)
+    if finite.all():
+        return
+    bad = int(array.size - np.count_nonzero(finite))
+    why = f" ({reason})" if reason else ""
+    raise ValueError(f"{name} must be finite: {bad} of its {array.size} entries are NaN/inf{why}")
 
 
 def tree_all_finite(tree: Any) -> jax.Array:
