@@ -64,6 +64,23 @@ print("scale", np.asarray(scale), "zero", np.asarray(zero), "codes", np.asarray(
 print("dequantized", np.asarray(quant.dequantize(codes, scale, zero)).round(3))
 
 # %% [markdown]
+# A NaN or infinite weight has no code (a cast would silently make a NaN code 0), and neither
+# does any weight of a row whose scale is 0: `quantize` raises on such concrete input. Under
+# `jit` it cannot look at the values, so it returns the count of weights with no code instead
+# (each gets code 0) when asked:
+
+# %%
+bad = w.copy()
+bad[0, 1] = np.nan
+try:
+    quant.quantize(bad, scale, zero, bits=2)
+except ValueError as err:
+    print("ValueError:", err)
+coded = jax.jit(lambda w: quant.quantize(w, scale, zero, bits=2, return_nonfinite=True))
+codes_jit, nonfinite = coded(bad)
+print("under jit: codes", np.asarray(codes_jit), "weights with no code", int(nonfinite))
+
+# %% [markdown]
 # ## 2. The objective and the lookahead
 #
 # Put the columns in processing order $(\text{done}, c, R)$. If the cluster $c$ keeps a rounding
