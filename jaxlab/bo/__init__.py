@@ -34,6 +34,7 @@ from jaxlab.bo._acquisition import (
     AcquisitionInfo,
     check_bounds,
     expected_improvement,
+    log_expected_improvement,
     maximize_acquisition,
     sobol_points,
     upper_confidence_bound,
@@ -43,12 +44,15 @@ from jaxlab.bo._gp import (
     GPParams,
     GPPosterior,
     Standardization,
+    botorch_log_prior,
     fit_gp,
+    fit_sgp_botorch,
     gp_log_marginal,
     gp_loo_predictive,
     gp_posterior,
     gp_predict,
     rbf_kernel,
+    sgp_botorch_log_posterior,
     standardize,
 )
 from jaxlab.bo._loop import AcquisitionConfig, BOResult, RamboConfig, bayes_opt
@@ -63,9 +67,14 @@ from jaxlab.bo._mixture import (
     spatial_gate,
 )
 from jaxlab.bo._priors import (
+    BOTORCH_LENGTHSCALE_FLOOR,
+    BOTORCH_NOISE_FLOOR,
+    BOTORCH_NOISE_PRIOR,
     PRIORS,
+    botorch_lengthscale_prior,
     concentration_schedule,
     inverse_gamma_log_prob,
+    lognormal_log_prob,
     rambo_log_prior,
 )
 from jaxlab.bo._problems import (
@@ -101,6 +110,15 @@ __all__ = [
     "gp_posterior",
     "gp_predict",
     "rbf_kernel",
+    # the BoTorch-style single GP
+    "BOTORCH_LENGTHSCALE_FLOOR",
+    "BOTORCH_NOISE_FLOOR",
+    "BOTORCH_NOISE_PRIOR",
+    "botorch_lengthscale_prior",
+    "botorch_log_prior",
+    "fit_sgp_botorch",
+    "lognormal_log_prob",
+    "sgp_botorch_log_posterior",
     # RAMBO
     "PRIORS",
     "RamboFitInfo",
@@ -130,6 +148,7 @@ __all__ = [
     "AcquisitionInfo",
     "check_bounds",
     "expected_improvement",
+    "log_expected_improvement",
     "maximize_acquisition",
     "sobol_points",
     "upper_confidence_bound",
