@@ -58,6 +58,10 @@ _LOG_NOISE_RANGE = (0.5 * math.log(1e-8), 0.5 * math.log(10.0))
 # In float32 the noise-variance floor is 1e-6 instead: below it a float32 Cholesky factor of a
 # standardized RBF kernel is unreliable (NaN), the failure the RAMBO note warns of.
 _LOG_NOISE_FLOOR_FLOAT32 = 0.5 * math.log(1e-6)
+# fit_sgp_botorch stops a start once every gradient entry (nats per unit of log-parameter) is
+# below these; float32 gradients of an O(n) objective are not resolved much further.
+_MAP_TOL_FLOAT64 = 1e-5
+_MAP_TOL_FLOAT32 = 1e-3
 _STD_FLOOR = 1e-12  # a spread below this (constant data) standardizes by 1
 
 
@@ -427,9 +431,10 @@ def fit_gp(
     return unpack(u), GPFitInfo(value, nonfinite)
 
 
-def _minimize(objective, u0, method, steps, learning_rate=0.01):
+def _minimize(objective, u0, method, steps, learning_rate=0.01, tol=None):
     """``steps`` optax iterations on ``objective(u)``; the best finite point met, its value and
-    the number of non-finite steps (a non-finite step restarts from the best point)."""
+    the number of non-finite steps (a non-finite step restarts from the best point). With
+    ``tol``, it stops early once the gradient's max-norm is at most ``tol``."""
     if method == "lbfgs":
         opt = optax.lbfgs()
         value_and_grad = optax.value_and_grad_from_state(objective)
@@ -438,7 +443,7 @@ def _minimize(objective, u0, method, steps, learning_rate=0.01):
         value_and_grad = jax.value_and_grad(objective)
 
     def body(_, carry):
-        u, state, best_u, best_value, nonfinite = carry
+        u, state, best_u, best_value, nonfinite, _ = carry
         if method == "lbfgs":
             value, grad = value_and_grad(u, state=state)
             updates, state = opt.update(grad, state, u, value=value, grad=grad, value_fn=objective)
@@ -450,11 +455,21 @@ def _minimize(objective, u0, method, steps, learning_rate=0.01):
         best_u = jnp.where(better, u, best_u)
         best_value = jnp.where(better, value, best_value)
         u = jnp.where(ok, optax.apply_updates(u, updates), best_u)
-        return u, state, best_u, best_value, nonfinite + (~ok).astype(jnp.int32)
+        gnorm = jnp.where(ok, jnp.max(jnp.abs(grad)), inf)
+        return u, state, best_u, best_value, nonfinite + (~ok).astype(jnp.int32), gnorm
 
     inf = jnp.asarray(jnp.inf, u0.dtype)
-    carry = (u0, opt.init(u0), u0, inf, jnp.zeros([], jnp.int32))
-    u, _, best_u, best_value, nonfinite = jax.lax.fori_loop(0, steps, body, carry)
+    carry = (u0, opt.init(u0), u0, inf, jnp.zeros([], jnp.int32), inf)
+    if tol is None:
+        carry = jax.lax.fori_loop(0, steps, body, carry)
+    else:
+        # (count, carry): stop after `steps` or once the gradient at the iterate is below tol
+        carry = jax.lax.while_loop(
+            lambda c: (c[0] < steps) & (c[1][-1] > tol),
+            lambda c: (c[0] + 1, body(c[0], c[1])),
+            (jnp.zeros([], jnp.int32), carry),
+        )[1]
+    u, _, best_u, best_value, nonfinite, _ = carry
     final = objective(u)
     take_final = jnp.isfinite(final) & (final <= best_value)
     # The best finite objective met (the start's, when every step was non-finite).
@@ -488,6 +503,9 @@ def botorch_log_prior(params: GPParams, *, dim: int) -> jax.Array:
       High Dimensions*, ICML 2024 (BoTorch's defaults since version 0.12).
     """
     validation.check_named_tuple(params, GPParams, "params")
+    for field in ("lengthscale", "noise_std"):
+        value = getattr(params, field)
+        validation.check_real_array(value, f"params.{field}", minimum=0.0, include_minimum=False)
     loc, scale = botorch_lengthscale_prior(dim)
     noise_loc, noise_scale = BOTORCH_NOISE_PRIOR
     noise_var = jnp.asarray(params.noise_std) ** 2
@@ -529,7 +547,8 @@ def fit_sgp_botorch(
     The model is BoTorch's: an ARD RBF kernel with no output scale (``σ_f = 1``), a constant
     mean ``c``, the priors of :func:`botorch_log_prior`, ``ℓ_j >= 0.025`` and ``σ_n² >= 1e-4``
     (BoTorch's ``GreaterThan`` floors). It maximizes :func:`sgp_botorch_log_posterior` over
-    ``(c, log ℓ, log σ_n)`` with ``optax.lbfgs`` (``steps`` iterations; the floors as clips),
+    ``(c, log ℓ, log σ_n)`` with ``optax.lbfgs`` (at most ``steps`` iterations, stopping once the
+    gradient is below ``1e-5`` in float64, ``1e-3`` in float32; the floors as clips),
     from ``num_restarts`` starts vmapped together: BoTorch's start (the priors' modes, ``c = 0``)
     and ``num_restarts - 1`` draws from the priors; the best finite optimum wins. Give the data
     in BoTorch's coordinates: inputs scaled to the unit cube (``Normalize``) and outcomes
@@ -591,7 +610,10 @@ def fit_sgp_botorch(
     )
     draws = jnp.concatenate([jnp.zeros((num_restarts - 1, 1), dtype), draws_ls, draws_noise], 1)
     starts = jnp.maximum(jnp.concatenate([mode[None], draws], 0), low)
-    u, values, nonfinite = jax.vmap(lambda u0: _minimize(objective, u0, "lbfgs", steps))(starts)
+    tol = _MAP_TOL_FLOAT64 if dtype == jnp.float64 else _MAP_TOL_FLOAT32
+    u, values, nonfinite = jax.vmap(lambda u0: _minimize(objective, u0, "lbfgs", steps, tol=tol))(
+        starts
+    )
     values = jnp.where(jnp.isfinite(values), values, jnp.inf)
     best = jnp.argmin(values)
     params, c = unpack(u[best])
