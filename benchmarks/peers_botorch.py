@@ -114,8 +114,12 @@ def _botorch_worker() -> int:
         y = torch.tensor([[-objective(row)] for row in design], dtype=torch.float64)
         start = time.perf_counter()
         for _ in range(job["num_iters"]):
-            model = SingleTaskGP(x, y, input_transform=Normalize(d=x.shape[-1], bounds=bounds),
-                                 outcome_transform=Standardize(m=1))  # fmt: skip
+            model = SingleTaskGP(
+                x,
+                y,
+                input_transform=Normalize(d=x.shape[-1], bounds=bounds),
+                outcome_transform=Standardize(m=1),
+            )
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
             acq = LogExpectedImprovement(model, best_f=y.max())
             cand, _ = optimize_acqf(acq, bounds=bounds, q=1, num_restarts=10, raw_samples=512)
@@ -170,12 +174,15 @@ def _jaxlab_runs(problem, arm, seeds, num_init, num_iters, cache, save):
             continue
         with jax.enable_x64(True):
             rng_key = jax.random.key(seed)
-            result = bayes_opt(rng_key, objective, box, surrogate=arm, num_init=num_init,
-                               num_iters=num_iters)  # fmt: skip
+            result = bayes_opt(
+                rng_key, objective, box, surrogate=arm, num_init=num_init, num_iters=num_iters
+            )
             design = sobol_points(jax.random.split(rng_key)[0], num_init, box)
         np.testing.assert_allclose(design, result.x[:num_init])  # the design BoTorch gets
-        cache[key] = {"regret": float(result.best_so_far[-1] - optimum),
-                      "seconds": float(np.sum(result.seconds))}  # fmt: skip
+        cache[key] = {
+            "regret": float(result.best_so_far[-1] - optimum),
+            "seconds": float(np.sum(result.seconds)),
+        }
         save()
         print(f"  {key}: regret {cache[key]['regret']:.3g}", flush=True)
 
@@ -231,12 +238,16 @@ def summarize(cache, seeds, rambo_seeds) -> dict:
                 for s, r in zip(done, runs, strict=True)
             }
             values = list(logs[arm].values())
-            row = {"problem": problem, "arm": arm, "seeds": len(values),
-                   "median_log10_regret": float(np.median(values)),
-                   "median_interval": bootstrap_interval(values, np.median),
-                   "mean_log10_regret": float(np.mean(values)),
-                   "mean_interval": bootstrap_interval(values),
-                   "seconds_per_run": float(np.mean([r["seconds"] for r in runs]))}  # fmt: skip
+            row = {
+                "problem": problem,
+                "arm": arm,
+                "seeds": len(values),
+                "median_log10_regret": float(np.median(values)),
+                "median_interval": bootstrap_interval(values, np.median),
+                "mean_log10_regret": float(np.mean(values)),
+                "mean_interval": bootstrap_interval(values),
+                "seconds_per_run": float(np.mean([r["seconds"] for r in runs])),
+            }
             rows.append(row)
         if "botorch" not in logs:
             continue
@@ -246,9 +257,14 @@ def summarize(cache, seeds, rambo_seeds) -> dict:
                 continue
             paired = [logs[arm][s] - logs["botorch"][s] for s in logs[arm] if s in logs["botorch"]]
             interval = bootstrap_interval(paired)
-            row.update({"paired_seeds": len(paired),
-                        "log10_ratio_vs_botorch": float(np.mean(paired)),
-                        "ratio_interval": interval, "verdict_vs_botorch": verdict(interval)})  # fmt: skip
+            row.update(
+                {
+                    "paired_seeds": len(paired),
+                    "log10_ratio_vs_botorch": float(np.mean(paired)),
+                    "ratio_interval": interval,
+                    "verdict_vs_botorch": verdict(interval),
+                }
+            )
     return {"name": "single-GP BO and RAMBO vs BoTorch", "rows": rows}
 
 
@@ -298,13 +314,17 @@ def main(argv=None) -> int:
     for row in report["rows"]:
         lo, hi = row["mean_interval"]
         mlo, mhi = row["median_interval"]
-        line = (f"  {row['problem']:<10} {row['arm']:<12} n={row['seeds']:>2}  median "
-                f"{row['median_log10_regret']:6.2f} [{mlo:6.2f}, {mhi:6.2f}]  mean "
-                f"{row['mean_log10_regret']:6.2f} [{lo:6.2f}, {hi:6.2f}]")  # fmt: skip
+        line = (
+            f"  {row['problem']:<10} {row['arm']:<12} n={row['seeds']:>2}  median "
+            f"{row['median_log10_regret']:6.2f} [{mlo:6.2f}, {mhi:6.2f}]  mean "
+            f"{row['mean_log10_regret']:6.2f} [{lo:6.2f}, {hi:6.2f}]"
+        )
         if "ratio_interval" in row:
             rlo, rhi = row["ratio_interval"]
-            line += (f"  vs BoTorch {row['log10_ratio_vs_botorch']:+.2f} [{rlo:+.2f}, {rhi:+.2f}]"
-                     f" {row['verdict_vs_botorch']}")  # fmt: skip
+            line += (
+                f"  vs BoTorch {row['log10_ratio_vs_botorch']:+.2f} [{rlo:+.2f}, {rhi:+.2f}]"
+                f" {row['verdict_vs_botorch']}"
+            )
         print(line)
     return 0
 

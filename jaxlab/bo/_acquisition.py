@@ -154,7 +154,9 @@ def log_expected_improvement(mean, std, best, *, xi=0.0) -> jax.Array:
     positive = std > 0
     safe = jnp.where(positive, std, 1.0)
     value = jnp.log(safe) + _log_h(gain / safe)
-    return jnp.where(positive, value, jnp.log(jnp.maximum(gain, 0.0)))
+    # s = 0: log max(gain, 0); the inner where keeps log(0)'s infinite gradient out of s > 0
+    exact = jnp.log(jnp.maximum(jnp.where(positive, 1.0, gain), 0.0))
+    return jnp.where(positive, value, exact)
 
 
 def upper_confidence_bound(mean, std, *, beta=2.0) -> jax.Array:

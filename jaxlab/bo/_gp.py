@@ -609,7 +609,7 @@ def fit_sgp_botorch(
         noise_loc + noise_scale * jax.random.normal(k_noise, (num_restarts - 1, 1), dtype)
     )
     draws = jnp.concatenate([jnp.zeros((num_restarts - 1, 1), dtype), draws_ls, draws_noise], 1)
-    starts = jnp.maximum(jnp.concatenate([mode[None], draws], 0), low)
+    starts = jnp.maximum(jnp.concatenate([mode[None], draws], 0), low[None])
     tol = _MAP_TOL_FLOAT64 if dtype == jnp.float64 else _MAP_TOL_FLOAT32
     u, values, nonfinite = jax.vmap(lambda u0: _minimize(objective, u0, "lbfgs", steps, tol=tol))(
         starts

@@ -226,7 +226,7 @@ def _sgp_botorch_step(gp_steps: int, gp_restarts: int, acq: AcquisitionConfig):
         # BoTorch's transforms: Normalize (inputs to the unit cube of the box) and Standardize
         # (outcomes to mean 0 and unit sample standard deviation, n - 1 in the denominator)
         low, width = bounds[:, 0], bounds[:, 1] - bounds[:, 0]
-        xs = jnp.where(mask[:, None], (x - low) / width, 0.0)
+        xs = jnp.where(mask[:, None], (x - low[None]) / width[None], 0.0)
         count = jnp.sum(mask).astype(x.dtype)
         y_mean = jnp.sum(jnp.where(mask, value, 0.0)) / count
         spread = jnp.sum(jnp.where(mask, (value - y_mean) ** 2, 0.0)) / jnp.maximum(count - 1, 1)
