@@ -496,7 +496,7 @@ def botorch_log_prior(params: GPParams, *, dim: int) -> jax.Array:
       >>> import jax.numpy as jnp
       >>> p = GPParams(1.0, jnp.array([0.5, 0.5]), 0.1)
       >>> round(float(botorch_log_prior(p, dim=2)), 4)
-      0.8208
+      -0.0543
 
     References:
       C. Hvarfner, E. O. Hellsten, L. Nardi, *Vanilla Bayesian Optimization Performs Great in

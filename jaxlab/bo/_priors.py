@@ -94,7 +94,7 @@ def botorch_lengthscale_prior(dim: int) -> tuple[float, float]:
 
     Examples:
       >>> [round(v, 6) for v in botorch_lengthscale_prior(2)]
-      [1.760794, 1.732051]
+      [1.760787, 1.732051]
     """
     dim = validation.check_positive_int(dim, "dim")
     return math.sqrt(2.0) + 0.5 * math.log(dim), math.sqrt(3.0)
