@@ -8,6 +8,8 @@ compared on the log10 scale, per seed (paired). Arms:
 * ``sgp``: ``bayes_opt(surrogate="sgp")``, the released baseline (type-II ML, EI, ``ξ = 0.1``);
 * ``sgp_botorch``: ``bayes_opt(surrogate="sgp_botorch")``, BoTorch's defaults (priors,
   ``σ_n² >= 1e-4``, Normalize/Standardize, multi-start MAP) and LogEI;
+* ``sgp_botorch_1start``: the same with ``gp_restarts=1``, BoTorch's single start at the
+  priors' modes (a diagnostic: how much the multi-start MAP itself changes the outcome);
 * ``rambo``: ``bayes_opt(surrogate="rambo")`` with the quick ``RamboConfig()`` (fewer seeds
   when ``--rambo-seeds`` says so: it is the slow arm on 2 cores);
 * ``botorch``: BoTorch's standard loop, ``SingleTaskGP`` (its default priors and likelihood,
@@ -42,7 +44,14 @@ import time
 import numpy as np
 
 ENV_PYTHON = "JAXLAB_BOTORCH_PYTHON"
-ARMS = ("sgp", "sgp_botorch", "rambo", "botorch")
+ARMS = ("sgp", "sgp_botorch", "sgp_botorch_1start", "rambo", "botorch")
+# arm -> bayes_opt's surrogate and extra keywords (the 1-start arm: BoTorch's single fit start)
+_JAXLAB_ARMS = {
+    "sgp": ("sgp", {}),
+    "sgp_botorch": ("sgp_botorch", {}),
+    "sgp_botorch_1start": ("sgp_botorch", {"gp_restarts": 1}),
+    "rambo": ("rambo", {}),
+}
 BOOTSTRAP = 10_000  # resamples of the percentile bootstrap (fixed seed: a rerun gives the same)
 REGRET_FLOOR = 1e-12  # a regret below this (float64 round-off at the optimum) counts as 1e-12
 
@@ -174,8 +183,15 @@ def _jaxlab_runs(problem, arm, seeds, num_init, num_iters, cache, save):
             continue
         with jax.enable_x64(True):
             rng_key = jax.random.key(seed)
+            surrogate, extra = _JAXLAB_ARMS[arm]
             result = bayes_opt(
-                rng_key, objective, box, surrogate=arm, num_init=num_init, num_iters=num_iters
+                rng_key,
+                objective,
+                box,
+                surrogate=surrogate,
+                num_init=num_init,
+                num_iters=num_iters,
+                **extra,
             )
             design = sobol_points(jax.random.split(rng_key)[0], num_init, box)
         np.testing.assert_allclose(design, result.x[:num_init])  # the design BoTorch gets
