@@ -814,3 +814,45 @@ def check_multiplicities(value: Any, num_samples: int, name: str = "multipliciti
     if v.shape[0] == 0 or not np.all(np.isfinite(v)) or np.any(v < 0):
         raise ValueError(f"{name} must be a non-empty matrix of finite counts >= 0")
     return v
+
+
+def check_named_tuple(value: Any, cls: type, name: str) -> None:
+    """``value`` is an instance of the NamedTuple ``cls`` (a plain tuple is not: its fields
+    would be read by position and misread silently, or fail later as an ``AttributeError``).
+
+    Examples:
+      >>> from typing import NamedTuple
+      >>> class Pair(NamedTuple):
+      ...     a: float
+      ...     b: float
+      >>> check_named_tuple(Pair(1.0, 2.0), Pair, "pair")
+      >>> check_named_tuple((1.0, 2.0), Pair, "pair")
+      Traceback (most recent call last):
+      ...
+      TypeError: pair must be a Pair(a, b), got tuple (1.0, 2.0); wrap plain values as Pair(*pair)
+    """
+    if not isinstance(value, cls):
+        fields = ", ".join(cls._fields)
+        got = f"{type(value).__name__} {value!r}" if isinstance(value, tuple) else _describe(value)
+        raise TypeError(
+            f"{name} must be a {cls.__name__}({fields}), got {got}; wrap plain values as "
+            f"{cls.__name__}(*{name})"
+        )
+
+
+def check_progress(value: Any, name: str = "progress") -> None:
+    """``value`` is ``None`` or a progress reporter with a callable ``track(iterable, total,
+    description)`` (``jaxlab._src.experiments.NullProgress`` or the CLI's bar).
+
+    Examples:
+      >>> check_progress(None)
+      >>> check_progress(5)
+      Traceback (most recent call last):
+      ...
+      TypeError: progress must be None or a progress reporter with a track(iterable, ...
+    """
+    if value is not None and not callable(getattr(value, "track", None)):
+        raise TypeError(
+            f"{name} must be None or a progress reporter with a track(iterable, total, "
+            f"description) method (e.g. NullProgress()), got {_describe(value)}"
+        )
