@@ -60,6 +60,7 @@ __all__ = [
     "check_tree_like",
     "concrete_float",
     "count_nonfinite",
+    "count_nonfinite_entries",
     "tree_all_finite",
     "nonfinite_count_init",
     "is_concrete",
@@ -610,6 +611,52 @@ def count_nonfinite(counter: Any, tree: Any, *, also: Any = True) -> jax.Array:
     return jnp.where(finite | saturated, counter, counter + jnp.ones_like(counter))
 
 
+def count_nonfinite_entries(x: Any) -> jax.Array:
+    """The number of NaN or infinite entries of an array (int32; traceable).
+
+    Integer and boolean arrays have none. The documented count a function returns for traced
+    input, where :func:`check_finite_array` cannot look at the values.
+
+    Examples:
+      >>> count_nonfinite_entries(jnp.array([1.0, jnp.nan, -jnp.inf]))
+      Array(2, dtype=int32)
+      >>> count_nonfinite_entries(jnp.arange(3))
+      Array(0, dtype=int32)
+    """
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        return jnp.zeros([], jnp.int32)
+    return jnp.sum(~jnp.isfinite(x), dtype=jnp.int32)
+
+
+def check_finite_array(value: Any, name: str, *, reason: str = "") -> None:
+    """A concrete array holds no NaN or infinite entry (``ValueError`` naming it and the count).
+
+    A traced array is let through unchecked: callers that accept traced input document what
+    a non-finite entry does there, or return :func:`count_nonfinite_entries`. ``reason``, when
+    given, says why the function cannot take such an entry.
+
+    Examples:
+      >>> check_finite_array(jnp.ones(3), "w")
+      >>> check_finite_array(jnp.array([0.5, jnp.nan]), "w", reason="it has no integer code")
+      Traceback (most recent call last):
+      ...
+      ValueError: w must be finite: 1 of its 2 entries are NaN/inf (it has no integer code)
+    """
+    if not is_concrete(value):
+        return
+    # On the host: inside a jit trace, a JAX op on a concrete (closed-over) array is traced too.
+    array = np.asarray(value)
+    if not np.issubdtype(array.dtype, np.inexact):
+        return
+    finite = np.isfinite(array)
+    if finite.all():
+        return
+    bad = int(array.size - np.count_nonzero(finite))
+    why = f" ({reason})" if reason else ""
+    raise ValueError(f"{name} must be finite: {bad} of its {array.size} entries are NaN/inf{why}")
+
+
 def tree_all_finite(tree: Any) -> jax.Array:
     """Whether every entry of every floating leaf of ``tree`` is finite (a bool scalar).
 
@@ -875,19 +922,43 @@ def check_callback_shape(out: Any, shape: tuple[int, ...], name: str, what: str)
         raise ValueError(f"{name} must return an array {what} {tuple(shape)}, got {described}")
 
 
-def check_finite_array(value: Any, name: str) -> None:
-    """Every entry of a concrete array is finite (a traced value is left unchecked).
+def check_named_tuple(value: Any, cls: type, name: str) -> None:
+    """``value`` is an instance of the NamedTuple ``cls`` (a plain tuple is not: its fields
+    would be read by position and misread silently, or fail later as an ``AttributeError``).
 
     Examples:
-      >>> check_finite_array(np.array([1.0, np.nan]), "y")
+      >>> from typing import NamedTuple
+      >>> class Pair(NamedTuple):
+      ...     a: float
+      ...     b: float
+      >>> check_named_tuple(Pair(1.0, 2.0), Pair, "pair")
+      >>> check_named_tuple((1.0, 2.0), Pair, "pair")
       Traceback (most recent call last):
       ...
-      ValueError: y must be finite, got 1 non-finite of 2 entries
+      TypeError: pair must be a Pair(a, b), got tuple (1.0, 2.0); wrap plain values as Pair(*pair)
     """
-    if not is_concrete(value):
-        return
-    a = np.asarray(value)
-    if np.issubdtype(a.dtype, np.inexact):
-        bad = int(np.sum(~np.isfinite(a)))
-        if bad:
-            raise ValueError(f"{name} must be finite, got {bad} non-finite of {a.size} entries")
+    if not isinstance(value, cls):
+        fields = ", ".join(cls._fields)
+        got = f"{type(value).__name__} {value!r}" if isinstance(value, tuple) else _describe(value)
+        raise TypeError(
+            f"{name} must be a {cls.__name__}({fields}), got {got}; wrap plain values as "
+            f"{cls.__name__}(*{name})"
+        )
+
+
+def check_progress(value: Any, name: str = "progress") -> None:
+    """``value`` is ``None`` or a progress reporter with a callable ``track(iterable, total,
+    description)`` (``jaxlab._src.experiments.NullProgress`` or the CLI's bar).
+
+    Examples:
+      >>> check_progress(None)
+      >>> check_progress(5)
+      Traceback (most recent call last):
+      ...
+      TypeError: progress must be None or a progress reporter with a track(iterable, ...
+    """
+    if value is not None and not callable(getattr(value, "track", None)):
+        raise TypeError(
+            f"{name} must be None or a progress reporter with a track(iterable, total, "
+            f"description) method (e.g. NullProgress()), got {_describe(value)}"
+        )

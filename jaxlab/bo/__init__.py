@@ -23,6 +23,10 @@ test point and split the uncertainty into intra-regime (``Σ w_k v_k``) and inte
 * Acquisitions: :func:`expected_improvement`, :func:`upper_confidence_bound`,
   :func:`maximize_acquisition` (Sobol starts, Adam, then L-BFGS), :func:`sobol_points`.
 * The loop: :func:`bayes_opt` (``"rambo"``, ``"sgp"`` single-GP EI, ``"random"``).
+* BoTorch-style single GP (``bayes_opt(surrogate="sgp_botorch")``): :func:`botorch_log_prior`,
+  :func:`sgp_botorch_log_posterior`, :func:`fit_sgp_botorch` (multi-start type-II MAP with
+  BoTorch's ``SingleTaskGP`` priors and floors) and :func:`log_expected_improvement` (LogEI,
+  accurate where EI underflows).
 * Problems: :func:`levy`, :func:`schwefel`, :func:`two_regime`, :func:`bo_problem`,
   :func:`sample_two_gp_regimes`.
 
@@ -34,6 +38,7 @@ from jaxlab.bo._acquisition import (
     AcquisitionInfo,
     check_bounds,
     expected_improvement,
+    log_expected_improvement,
     maximize_acquisition,
     sobol_points,
     upper_confidence_bound,
@@ -43,12 +48,15 @@ from jaxlab.bo._gp import (
     GPParams,
     GPPosterior,
     Standardization,
+    botorch_log_prior,
     fit_gp,
+    fit_sgp_botorch,
     gp_log_marginal,
     gp_loo_predictive,
     gp_posterior,
     gp_predict,
     rbf_kernel,
+    sgp_botorch_log_posterior,
     standardize,
 )
 from jaxlab.bo._loop import AcquisitionConfig, BOResult, RamboConfig, bayes_opt
@@ -63,9 +71,14 @@ from jaxlab.bo._mixture import (
     spatial_gate,
 )
 from jaxlab.bo._priors import (
+    BOTORCH_LENGTHSCALE_FLOOR,
+    BOTORCH_NOISE_FLOOR,
+    BOTORCH_NOISE_PRIOR,
     PRIORS,
+    botorch_lengthscale_prior,
     concentration_schedule,
     inverse_gamma_log_prob,
+    lognormal_log_prob,
     rambo_log_prior,
 )
 from jaxlab.bo._problems import (
@@ -101,6 +114,15 @@ __all__ = [
     "gp_posterior",
     "gp_predict",
     "rbf_kernel",
+    # the BoTorch-style single GP
+    "BOTORCH_LENGTHSCALE_FLOOR",
+    "BOTORCH_NOISE_FLOOR",
+    "BOTORCH_NOISE_PRIOR",
+    "botorch_lengthscale_prior",
+    "botorch_log_prior",
+    "fit_sgp_botorch",
+    "lognormal_log_prob",
+    "sgp_botorch_log_posterior",
     # RAMBO
     "PRIORS",
     "RamboFitInfo",
@@ -130,6 +152,7 @@ __all__ = [
     "AcquisitionInfo",
     "check_bounds",
     "expected_improvement",
+    "log_expected_improvement",
     "maximize_acquisition",
     "sobol_points",
     "upper_confidence_bound",

@@ -24,18 +24,28 @@ import numpy as np
 import optax
 
 from jaxlab._src import validation
+from jaxlab.bo._priors import (
+    BOTORCH_LENGTHSCALE_FLOOR,
+    BOTORCH_NOISE_FLOOR,
+    BOTORCH_NOISE_PRIOR,
+    botorch_lengthscale_prior,
+    lognormal_log_prob,
+)
 
 __all__ = [
     "GPFitInfo",
     "GPParams",
     "GPPosterior",
     "Standardization",
+    "botorch_log_prior",
     "fit_gp",
+    "fit_sgp_botorch",
     "gp_log_marginal",
     "gp_loo_predictive",
     "gp_posterior",
     "gp_predict",
     "rbf_kernel",
+    "sgp_botorch_log_posterior",
     "standardize",
 ]
 
@@ -48,6 +58,10 @@ _LOG_NOISE_RANGE = (0.5 * math.log(1e-8), 0.5 * math.log(10.0))
 # In float32 the noise-variance floor is 1e-6 instead: below it a float32 Cholesky factor of a
 # standardized RBF kernel is unreliable (NaN), the failure the RAMBO note warns of.
 _LOG_NOISE_FLOOR_FLOAT32 = 0.5 * math.log(1e-6)
+# fit_sgp_botorch stops a start once every gradient entry (nats per unit of log-parameter) is
+# below these; float32 gradients of an O(n) objective are not resolved much further.
+_MAP_TOL_FLOAT64 = 1e-5
+_MAP_TOL_FLOAT32 = 1e-3
 _STD_FLOOR = 1e-12  # a spread below this (constant data) standardizes by 1
 
 
@@ -152,6 +166,7 @@ def gp_log_marginal(x, y, params: GPParams, mask=None, *, jitter=DEFAULT_JITTER)
       >>> round(float(gp_log_marginal(x, y, params)), 4)  # the RAMBO note's check 7
       -2.0304
     """
+    validation.check_named_tuple(params, GPParams, "params")
     x, y, mask = _check_training(x, y, mask)
     return log_marginal_unchecked(x, y, mask, params, jitter)
 
@@ -258,6 +273,7 @@ def gp_posterior(x, y, params: GPParams, mask=None, *, jitter=DEFAULT_JITTER) ->
       >>> round(float(mean[0]), 4), round(float(var[0]), 4)  # the RAMBO note's check 7
       (0.1059, 0.3576)
     """
+    validation.check_named_tuple(params, GPParams, "params")
     x, y, mask = _check_training(x, y, mask)
     chol = _masked_cholesky(x, mask, params, jitter)
     ym = jnp.where(mask, y, 0.0)
@@ -302,6 +318,7 @@ def gp_loo_predictive(x, y, params: GPParams, mask=None, *, jitter=DEFAULT_JITTE
       >>> bool(jnp.allclose(mean[2], m2[0], atol=1e-5)), bool(same_var)
       (True, True)
     """
+    validation.check_named_tuple(params, GPParams, "params")
     x, y, mask = _check_training(x, y, mask)
     chol = _masked_cholesky(x, mask, params, jitter)
     inv = jax.scipy.linalg.cho_solve((chol, True), jnp.eye(x.shape[0], dtype=x.dtype))
@@ -383,6 +400,7 @@ def fit_gp(
     d = x.shape[-1]
     if init is None:
         init = GPParams(jnp.array(1.0), jnp.ones(d) if ard else jnp.array(1.0), jnp.array(0.1))
+    validation.check_named_tuple(init, GPParams, "init")
     ls_size = jnp.size(jnp.asarray(init.lengthscale))
     if ls_size not in (1, d):
         raise ValueError(f"init.lengthscale must be a scalar or have {d} entries, got {ls_size}")
@@ -409,7 +427,14 @@ def fit_gp(
         value = -log_marginal_unchecked(x, y, mask, params, jitter)
         return value - log_prior(params) if log_prior is not None else value
 
-    u0 = _to_log(init, x.dtype)
+    u, value, nonfinite = _minimize(objective, _to_log(init, x.dtype), method, steps, learning_rate)
+    return unpack(u), GPFitInfo(value, nonfinite)
+
+
+def _minimize(objective, u0, method, steps, learning_rate=0.01, tol=None):
+    """``steps`` optax iterations on ``objective(u)``; the best finite point met, its value and
+    the number of non-finite steps (a non-finite step restarts from the best point). With
+    ``tol``, it stops early once the gradient's max-norm is at most ``tol``."""
     if method == "lbfgs":
         opt = optax.lbfgs()
         value_and_grad = optax.value_and_grad_from_state(objective)
@@ -418,7 +443,7 @@ def fit_gp(
         value_and_grad = jax.value_and_grad(objective)
 
     def body(_, carry):
-        u, state, best_u, best_value, nonfinite = carry
+        u, state, best_u, best_value, nonfinite, _ = carry
         if method == "lbfgs":
             value, grad = value_and_grad(u, state=state)
             updates, state = opt.update(grad, state, u, value=value, grad=grad, value_fn=objective)
@@ -430,13 +455,166 @@ def fit_gp(
         best_u = jnp.where(better, u, best_u)
         best_value = jnp.where(better, value, best_value)
         u = jnp.where(ok, optax.apply_updates(u, updates), best_u)
-        return u, state, best_u, best_value, nonfinite + (~ok).astype(jnp.int32)
+        gnorm = jnp.where(ok, jnp.max(jnp.abs(grad)), inf)
+        return u, state, best_u, best_value, nonfinite + (~ok).astype(jnp.int32), gnorm
 
-    inf = jnp.asarray(jnp.inf, x.dtype)
-    carry = (u0, opt.init(u0), u0, inf, jnp.zeros([], jnp.int32))
-    u, _, best_u, best_value, nonfinite = jax.lax.fori_loop(0, steps, body, carry)
+    inf = jnp.asarray(jnp.inf, u0.dtype)
+    carry = (u0, opt.init(u0), u0, inf, jnp.zeros([], jnp.int32), inf)
+    if tol is None:
+        carry = jax.lax.fori_loop(0, steps, body, carry)
+    else:
+        # (count, carry): stop after `steps` or once the gradient at the iterate is below tol
+        carry = jax.lax.while_loop(
+            lambda c: (c[0] < steps) & (c[1][-1] > tol),
+            lambda c: (c[0] + 1, body(c[0], c[1])),
+            (jnp.zeros([], jnp.int32), carry),
+        )[1]
+    u, _, best_u, best_value, nonfinite, _ = carry
     final = objective(u)
     take_final = jnp.isfinite(final) & (final <= best_value)
-    u = jnp.where(take_final, u, best_u)
     # The best finite objective met (the start's, when every step was non-finite).
-    return unpack(u), GPFitInfo(jnp.where(take_final, final, objective(best_u)), nonfinite)
+    return (
+        jnp.where(take_final, u, best_u),
+        jnp.where(take_final, final, objective(best_u)),
+        nonfinite,
+    )
+
+
+def botorch_log_prior(params: GPParams, *, dim: int) -> jax.Array:
+    """BoTorch's ``SingleTaskGP`` log prior of the :class:`GPParams` of a GP on ``dim`` inputs.
+
+    ``Σ_j log LogNormal(ℓ_j; √2 + ½ log d, √3) + log LogNormal(σ_n²; -4, 1)``, evaluated on the
+    lengthscales and the noise *variance* themselves (no log-Jacobian, as GPyTorch evaluates its
+    priors, so the MAP point is BoTorch's). ``σ_f`` has no prior: BoTorch's kernel has no output
+    scale (``σ_f = 1`` on standardized outcomes). A scalar (isotropic) lengthscale counts once.
+
+    Args:
+      params: the :class:`GPParams`.
+      dim: the input dimension ``d`` that scales the lengthscale prior.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> p = GPParams(1.0, jnp.array([0.5, 0.5]), 0.1)
+      >>> round(float(botorch_log_prior(p, dim=2)), 4)
+      -0.0543
+
+    References:
+      C. Hvarfner, E. O. Hellsten, L. Nardi, *Vanilla Bayesian Optimization Performs Great in
+      High Dimensions*, ICML 2024 (BoTorch's defaults since version 0.12).
+    """
+    validation.check_named_tuple(params, GPParams, "params")
+    for field in ("lengthscale", "noise_std"):
+        value = getattr(params, field)
+        validation.check_real_array(value, f"params.{field}", minimum=0.0, include_minimum=False)
+    loc, scale = botorch_lengthscale_prior(dim)
+    noise_loc, noise_scale = BOTORCH_NOISE_PRIOR
+    noise_var = jnp.asarray(params.noise_std) ** 2
+    return jnp.sum(lognormal_log_prob(params.lengthscale, loc, scale)) + lognormal_log_prob(
+        noise_var, noise_loc, noise_scale
+    )
+
+
+def sgp_botorch_log_posterior(
+    x, y, params: GPParams, mask=None, *, mean=0.0, jitter=DEFAULT_JITTER
+) -> jax.Array:
+    """The unnormalized log posterior that :func:`fit_sgp_botorch` maximizes.
+
+    ``log N(y - c; 0, K + (σ_n² + jitter) I) + botorch_log_prior(params, dim=d)`` over the
+    unmasked rows, with a constant prior mean ``c`` (BoTorch's ``ConstantMean``); the data are
+    expected in BoTorch's coordinates (inputs in the unit cube, standardized outcomes).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> x, y = jnp.array([[0.0], [1.0]]), jnp.array([0.5, -0.3])
+      >>> p = GPParams(jnp.array(1.0), jnp.array([0.5]), jnp.array(0.1))
+      >>> value = sgp_botorch_log_posterior(x, y, p)
+      >>> bool(jnp.isclose(value, gp_log_marginal(x, y, p) + botorch_log_prior(p, dim=1)))
+      True
+    """
+    validation.check_named_tuple(params, GPParams, "params")
+    validation.check_real_array(mean, "mean")
+    x, y, mask = _check_training(x, y, mask)
+    return log_marginal_unchecked(
+        x, y - jnp.asarray(mean, x.dtype), mask, params, jitter
+    ) + botorch_log_prior(params, dim=x.shape[-1])
+
+
+def fit_sgp_botorch(
+    rng_key, x, y, mask=None, *, num_restarts: int = 4, steps: int = 100, jitter=DEFAULT_JITTER
+) -> tuple[GPParams, jax.Array, GPFitInfo]:
+    """Multi-start type-II MAP of a GP with BoTorch's ``SingleTaskGP`` defaults.
+
+    The model is BoTorch's: an ARD RBF kernel with no output scale (``σ_f = 1``), a constant
+    mean ``c``, the priors of :func:`botorch_log_prior`, ``ℓ_j >= 0.025`` and ``σ_n² >= 1e-4``
+    (BoTorch's ``GreaterThan`` floors). It maximizes :func:`sgp_botorch_log_posterior` over
+    ``(c, log ℓ, log σ_n)`` with ``optax.lbfgs`` (at most ``steps`` iterations, stopping once the
+    gradient is below ``1e-5`` in float64, ``1e-3`` in float32; the floors as clips),
+    from ``num_restarts`` starts vmapped together: BoTorch's start (the priors' modes, ``c = 0``)
+    and ``num_restarts - 1`` draws from the priors; the best finite optimum wins. Give the data
+    in BoTorch's coordinates: inputs scaled to the unit cube (``Normalize``) and outcomes
+    standardized (``Standardize``), as ``bayes_opt(surrogate="sgp_botorch")`` does.
+
+    Args:
+      rng_key: a ``jax.random`` key for the prior draws.
+      x, y, mask: training data as in :func:`gp_log_marginal`.
+      num_restarts: starts (``>= 1``, static).
+      steps: L-BFGS iterations per start (``>= 1``, static).
+      jitter: added to the noise variance.
+
+    Returns:
+      ``(params, mean, GPFitInfo)``: the MAP :class:`GPParams` (``signal_std = 1``), the constant
+      mean ``c``, and the winning start's negative log posterior with the non-finite steps
+      counted over all starts.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> x = jnp.linspace(0.0, 1.0, 12)[:, None]
+      >>> y = jnp.sin(6.0 * x[:, 0])
+      >>> y = (y - y.mean()) / y.std()
+      >>> params, c, info = fit_sgp_botorch(jax.random.key(0), x, y, steps=30)
+      >>> start = GPParams(jnp.array(1.0), jnp.array([0.2]), jnp.array(0.08))
+      >>> bool(-info.objective > sgp_botorch_log_posterior(x, y, start))
+      True
+    """
+    validation.check_key(rng_key)
+    x, y, mask = _check_training(x, y, mask)
+    num_restarts = validation.check_positive_int(num_restarts, "num_restarts")
+    steps = validation.check_positive_int(steps, "steps")
+    d = x.shape[-1]
+    dtype = x.dtype
+    loc, scale = botorch_lengthscale_prior(d)
+    noise_loc, noise_scale = BOTORCH_NOISE_PRIOR
+    # u = (c, log ℓ_1..d, log σ_n); σ_n² >= floor  <=>  log σ_n >= ½ log floor
+    low = jnp.array(
+        [-jnp.inf]
+        + [math.log(BOTORCH_LENGTHSCALE_FLOOR)] * d
+        + [0.5 * math.log(BOTORCH_NOISE_FLOOR)],
+        dtype,
+    )
+
+    def unpack(u):
+        u = jnp.maximum(u, low)
+        return GPParams(jnp.ones([], dtype), jnp.exp(u[1 : 1 + d]), jnp.exp(u[-1])), u[0]
+
+    def objective(u):
+        params, c = unpack(u)
+        value = log_marginal_unchecked(x, y - c, mask, params, jitter)
+        return -(value + botorch_log_prior(params, dim=d))
+
+    # BoTorch's initial values are the priors' modes: ℓ = exp(μ - s²), σ_n² = exp(μ_n - s_n²).
+    mode = jnp.array([0.0] + [loc - scale**2] * d + [0.5 * (noise_loc - noise_scale**2)], dtype)
+    k_ls, k_noise = jax.random.split(rng_key)
+    draws_ls = loc + scale * jax.random.normal(k_ls, (num_restarts - 1, d), dtype)
+    draws_noise = 0.5 * (
+        noise_loc + noise_scale * jax.random.normal(k_noise, (num_restarts - 1, 1), dtype)
+    )
+    draws = jnp.concatenate([jnp.zeros((num_restarts - 1, 1), dtype), draws_ls, draws_noise], 1)
+    starts = jnp.maximum(jnp.concatenate([mode[None], draws], 0), low[None])
+    tol = _MAP_TOL_FLOAT64 if dtype == jnp.float64 else _MAP_TOL_FLOAT32
+    u, values, nonfinite = jax.vmap(lambda u0: _minimize(objective, u0, "lbfgs", steps, tol=tol))(
+        starts
+    )
+    values = jnp.where(jnp.isfinite(values), values, jnp.inf)
+    best = jnp.argmin(values)
+    params, c = unpack(u[best])
+    return params, c, GPFitInfo(values[best], jnp.sum(nonfinite))

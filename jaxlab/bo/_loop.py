@@ -23,11 +23,12 @@ from jaxlab._src.experiments import NullProgress
 from jaxlab.bo._acquisition import (
     check_bounds,
     expected_improvement,
+    log_expected_improvement,
     maximize_acquisition,
     sobol_points,
     upper_confidence_bound,
 )
-from jaxlab.bo._gp import GPParams, fit_gp, gp_posterior
+from jaxlab.bo._gp import GPParams, fit_gp, fit_sgp_botorch, gp_posterior
 from jaxlab.bo._mixture import (
     mixture_expected_improvement,
     mixture_posterior,
@@ -39,7 +40,8 @@ from jaxlab.bo._rambo import _VARIANTS, rambo_fit, standardize
 
 __all__ = ["AcquisitionConfig", "BOResult", "RamboConfig", "bayes_opt"]
 
-SURROGATES = ("rambo", "sgp", "random")
+SURROGATES = ("rambo", "sgp", "sgp_botorch", "random")
+ACQUISITIONS = ("ei", "log_ei", "ucb")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,9 +86,11 @@ class RamboConfig:
 
 @dataclasses.dataclass(frozen=True)
 class AcquisitionConfig:
-    """Acquisition and its optimizer: ``kind`` ``"ei"`` (mixture EI for RAMBO) or ``"ucb"``
-    (mixture UCB, inferred; plain UCB for one GP), ``xi`` (EI margin, objective units),
-    ``beta`` (UCB), and :func:`jaxlab.bo.maximize_acquisition`'s settings.
+    """Acquisition and its optimizer: ``kind`` ``"ei"`` (mixture EI for RAMBO), ``"log_ei"``
+    (:func:`jaxlab.bo.log_expected_improvement`; single-GP surrogates) or ``"ucb"`` (mixture
+    UCB, inferred; plain UCB for one GP), ``xi`` (EI margin, objective units), ``beta`` (UCB),
+    and :func:`jaxlab.bo.maximize_acquisition`'s settings. ``bayes_opt(surrogate="sgp_botorch")``
+    defaults to ``AcquisitionConfig(kind="log_ei", xi=0.0)``, BoTorch's LogEI.
 
     Examples:
       >>> AcquisitionConfig(kind="ucb", beta=3.0).num_candidates
@@ -103,8 +107,8 @@ class AcquisitionConfig:
     lbfgs_steps: int = 60
 
     def __post_init__(self):
-        if self.kind not in ("ei", "ucb"):
-            raise ValueError(f"kind must be 'ei' or 'ucb', got {self.kind!r}")
+        if self.kind not in ACQUISITIONS:
+            raise ValueError(f"kind must be one of {ACQUISITIONS}, got {self.kind!r}")
         validation.check_real(self.xi, "xi")
         validation.check_real(self.beta, "beta", minimum=0.0)
         m = validation.check_positive_int(self.num_candidates, "num_candidates")
@@ -184,6 +188,14 @@ def _rambo_step(cfg: RamboConfig, acq: AcquisitionConfig):
     return jax.jit(step)
 
 
+def _single_gp_score(acq: AcquisitionConfig, mean, std, best):
+    if acq.kind == "ei":
+        return expected_improvement(mean, std, best, xi=acq.xi)
+    if acq.kind == "log_ei":
+        return log_expected_improvement(mean, std, best, xi=acq.xi)
+    return upper_confidence_bound(mean, std, beta=acq.beta)
+
+
 @functools.cache
 def _sgp_step(gp_steps: int, acq: AcquisitionConfig):
     def step(key, x, value, mask, bounds, candidates, alpha):
@@ -199,9 +211,38 @@ def _sgp_step(gp_steps: int, acq: AcquisitionConfig):
             mean, var = post.predict(((z - stats.x_mean) / stats.x_std)[None])
             mean = mean[0] * stats.y_std + stats.y_mean
             std = jnp.sqrt(var[0]) * stats.y_std  # noise-free σ, as the released baseline
-            if acq.kind == "ei":
-                return expected_improvement(mean, std, best, xi=acq.xi)
-            return upper_confidence_bound(mean, std, beta=acq.beta)
+            return _single_gp_score(acq, mean, std, best)
+
+        x_next, ainfo = _acquire(acq, score, bounds, candidates)
+        return x_next, jnp.ones([], jnp.int32), info.nonfinite + ainfo.nonfinite
+
+    return jax.jit(step)
+
+
+@functools.cache
+def _sgp_botorch_step(gp_steps: int, gp_restarts: int, acq: AcquisitionConfig):
+    def step(key, x, value, mask, bounds, candidates, alpha):
+        del alpha
+        # BoTorch's transforms: Normalize (inputs to the unit cube of the box) and Standardize
+        # (outcomes to mean 0 and unit sample standard deviation, n - 1 in the denominator)
+        low, width = bounds[:, 0], bounds[:, 1] - bounds[:, 0]
+        xs = jnp.where(mask[:, None], (x - low[None]) / width[None], 0.0)
+        count = jnp.sum(mask).astype(x.dtype)
+        y_mean = jnp.sum(jnp.where(mask, value, 0.0)) / count
+        spread = jnp.sum(jnp.where(mask, (value - y_mean) ** 2, 0.0)) / jnp.maximum(count - 1, 1)
+        y_std = jnp.where(spread > 0, jnp.sqrt(spread), 1.0)
+        ys = jnp.where(mask, (value - y_mean) / y_std, 0.0)
+        params, c, info = fit_sgp_botorch(
+            key, xs, ys, mask, num_restarts=gp_restarts, steps=gp_steps
+        )
+        post = gp_posterior(xs, ys - c, params, mask)
+        best = jnp.max(jnp.where(mask, value, -jnp.inf))
+
+        def score(z):
+            mean, var = post.predict(((z - low) / width)[None])
+            mean = (mean[0] + c) * y_std + y_mean
+            std = jnp.sqrt(var[0]) * y_std  # the latent σ, as BoTorch's analytic acquisitions
+            return _single_gp_score(acq, mean, std, best)
 
         x_next, ainfo = _acquire(acq, score, bounds, candidates)
         return x_next, jnp.ones([], jnp.int32), info.nonfinite + ainfo.nonfinite
@@ -231,6 +272,7 @@ def bayes_opt(
     rambo: RamboConfig | None = None,
     acquisition: AcquisitionConfig | None = None,
     gp_steps: int = 50,
+    gp_restarts: int = 4,
     progress=None,
 ) -> BOResult:
     """Minimizes ``objective`` over the box ``bounds`` by Bayesian optimization.
@@ -242,6 +284,12 @@ def bayes_opt(
       (or mixture UCB), the concentration set by ``rambo.schedule`` before each fit;
     * ``"sgp"``: one ARD-RBF GP (L-BFGS type-II ML, ``gp_steps`` iterations from ``σ_f² = 1``,
       ``ℓ = 1``, ``σ_n² = 1e-2``, the released baseline) and EI with the noise-free σ;
+    * ``"sgp_botorch"``: one GP with BoTorch's ``SingleTaskGP`` defaults (inputs scaled to the
+      unit cube of ``bounds``, standardized outcomes, constant mean, dimension-scaled log-normal
+      lengthscale prior, log-normal noise prior, ``σ_n² >= 1e-4``), fit by
+      :func:`jaxlab.bo.fit_sgp_botorch` (type-II MAP, ``gp_restarts`` L-BFGS starts of
+      ``gp_steps`` iterations), and by default LogEI with ``ξ = 0`` (BoTorch's
+      ``LogExpectedImprovement``);
     * ``"random"``: uniform points (the floor every model-based method must beat).
 
     Each acquisition is maximized by :func:`jaxlab.bo.maximize_acquisition` from a fresh Sobol
@@ -252,12 +300,14 @@ def bayes_opt(
       objective: ``(d,) NumPy array -> scalar`` to minimize (evaluated on the host, one point at
         a time; it may be any Python callable).
       bounds: ``(d, 2)`` box with ``lower < upper``.
-      surrogate: ``"rambo"``, ``"sgp"`` or ``"random"``.
+      surrogate: ``"rambo"``, ``"sgp"``, ``"sgp_botorch"`` or ``"random"``.
       num_init: initial design size ``>= 1``.
       num_iters: proposals ``>= 0``.
       rambo: :class:`RamboConfig` (default ``RamboConfig()``).
-      acquisition: :class:`AcquisitionConfig` (default ``AcquisitionConfig()``).
-      gp_steps: L-BFGS iterations of the single-GP fit.
+      acquisition: :class:`AcquisitionConfig` (default ``AcquisitionConfig()``; for
+        ``"sgp_botorch"``, ``AcquisitionConfig(kind="log_ei", xi=0.0)``).
+      gp_steps: L-BFGS iterations of the single-GP fit (per start).
+      gp_restarts: starts of the ``"sgp_botorch"`` fit (``"sgp"`` uses one).
       progress: optional progress reporter with ``track(iterable, total, description)`` (the
         experiment runner's; the CLI shows it as a bar).
 
@@ -265,8 +315,10 @@ def bayes_opt(
       A :class:`BOResult`.
 
     Raises:
-      ValueError: bad bounds, ``num_init < 1`` (zero initial points), an unknown surrogate, or
-        a non-finite observation from ``objective``.
+      ValueError: bad bounds, ``num_init < 1`` (zero initial points), an unknown surrogate,
+        ``"log_ei"`` with ``"rambo"``, or a non-finite observation from ``objective``.
+      TypeError: a non-callable ``objective``, configurations of the wrong type, or a
+        ``progress`` without a ``track`` method.
 
     Examples:
       >>> import jax
@@ -289,14 +341,23 @@ def bayes_opt(
     num_init = validation.check_int(num_init, "num_init", minimum=1)
     num_iters = validation.check_int(num_iters, "num_iters", minimum=0)
     gp_steps = validation.check_positive_int(gp_steps, "gp_steps")
+    gp_restarts = validation.check_positive_int(gp_restarts, "gp_restarts")
+    validation.check_progress(progress)
     rambo = RamboConfig() if rambo is None else rambo
-    acquisition = AcquisitionConfig() if acquisition is None else acquisition
+    if acquisition is None:
+        botorch = surrogate == "sgp_botorch"
+        acquisition = AcquisitionConfig(kind="log_ei", xi=0.0) if botorch else AcquisitionConfig()
     for value, cls, name in (
         (rambo, RamboConfig, "rambo"),
         (acquisition, AcquisitionConfig, "acquisition"),
     ):
         if not isinstance(value, cls):
             raise TypeError(f"{name} must be a {cls.__name__}, got {type(value).__name__}")
+    if surrogate == "rambo" and acquisition.kind == "log_ei":
+        raise ValueError(
+            "acquisition.kind='log_ei' is for the single-GP surrogates ('sgp', 'sgp_botorch'); "
+            "use 'ei' or 'ucb' with surrogate='rambo'"
+        )
     schedule = concentration_schedule(
         rambo.schedule,
         alpha0=rambo.alpha0,
@@ -316,13 +377,12 @@ def bayes_opt(
     clusters = np.zeros(num_iters, np.int64)
     seconds = np.zeros(num_iters)
     nonfinite = 0
-    step = (
-        _rambo_step(rambo, acquisition)
-        if surrogate == "rambo"
-        else _sgp_step(gp_steps, acquisition)
-        if surrogate == "sgp"
-        else None
-    )
+    step = {
+        "rambo": lambda: _rambo_step(rambo, acquisition),
+        "sgp": lambda: _sgp_step(gp_steps, acquisition),
+        "sgp_botorch": lambda: _sgp_botorch_step(gp_steps, gp_restarts, acquisition),
+        "random": lambda: None,
+    }[surrogate]()
     bounds_j = jnp.asarray(box, dtype)
     iterations = progress.track(range(num_iters), total=num_iters, description=f"BO ({surrogate})")
     for t in iterations:

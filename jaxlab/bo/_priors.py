@@ -1,8 +1,14 @@
-"""RAMBO's priors and concentration schedules.
+"""RAMBO's priors and concentration schedules; the BoTorch-style single-GP priors.
 
 Inverse-gamma priors on the standard deviations and the lengthscale themselves (the released
 code's): ``σ_f ~ IG(3, 2)``, ``ℓ ~ IG(3, 1.5)``, ``σ_n ~ IG(3, 0.3)``; the CRP concentration
 ``α`` is constant or follows a schedule over BO iterations.
+
+BoTorch's ``SingleTaskGP`` (since BoTorch 0.12; checked against 0.18.1,
+``botorch/models/utils/gpytorch_modules.py``) puts a dimension-scaled log-normal prior on each
+ARD lengthscale, ``ℓ_j ~ LogNormal(√2 + ½ log d, √3)`` with ``ℓ_j >= 0.025``, and
+``σ_n² ~ LogNormal(-4, 1)`` on the noise *variance* with ``σ_n² >= 1e-4``; its RBF kernel has no
+output scale (``σ_f = 1`` on standardized outcomes) (Hvarfner, Hellsten and Nardi, 2024).
 """
 
 from __future__ import annotations
@@ -15,10 +21,26 @@ import jax.numpy as jnp
 
 from jaxlab._src import validation
 
-__all__ = ["PRIORS", "concentration_schedule", "inverse_gamma_log_prob", "rambo_log_prior"]
+__all__ = [
+    "BOTORCH_LENGTHSCALE_FLOOR",
+    "BOTORCH_NOISE_FLOOR",
+    "BOTORCH_NOISE_PRIOR",
+    "PRIORS",
+    "botorch_lengthscale_prior",
+    "concentration_schedule",
+    "inverse_gamma_log_prob",
+    "lognormal_log_prob",
+    "rambo_log_prior",
+]
 
 # (shape a, scale b) of the inverse-gamma priors on (σ_f, ℓ, σ_n): the released code's.
 PRIORS = ((3.0, 2.0), (3.0, 1.5), (3.0, 0.3))
+# (loc, scale) of BoTorch's log-normal prior on the noise variance σ_n² (its
+# get_gaussian_likelihood_with_lognormal_prior), and its floors (GreaterThan constraints):
+# MIN_INFERRED_NOISE_LEVEL on σ_n² and the lengthscale floor "for numerical stability".
+BOTORCH_NOISE_PRIOR = (-4.0, 1.0)
+BOTORCH_NOISE_FLOOR = 1e-4
+BOTORCH_LENGTHSCALE_FLOOR = 2.5e-2
 
 
 def inverse_gamma_log_prob(theta, a, b) -> jax.Array:
@@ -47,6 +69,35 @@ def rambo_log_prior(log_params) -> jax.Array:
     validation.check_last_axis(log_params, 3, "log_params")
     theta = jnp.exp(log_params)
     return sum(inverse_gamma_log_prob(theta[..., j], a, b) for j, (a, b) in enumerate(PRIORS))
+
+
+def lognormal_log_prob(theta, loc, scale) -> jax.Array:
+    """``log LogNormal(θ; μ, s) = -log θ - log s - ½ log 2π - (log θ - μ)²/(2 s²)``.
+
+    Examples:
+      >>> round(float(lognormal_log_prob(1.0, 0.0, 1.0)), 6)  # -½ log 2π
+      -0.918939
+    """
+    validation.check_real_array(theta, "theta", minimum=0.0, include_minimum=False)
+    validation.check_real(loc, "loc")
+    scale = validation.check_real(scale, "scale", minimum=0.0, include_minimum=False)
+    return _lognormal_log_prob(jnp.asarray(theta), loc, scale)
+
+
+def _lognormal_log_prob(theta, loc, scale):
+    z = (jnp.log(theta) - loc) / scale
+    return -jnp.log(theta) - jnp.log(scale) - 0.5 * math.log(2.0 * math.pi) - 0.5 * z * z
+
+
+def botorch_lengthscale_prior(dim: int) -> tuple[float, float]:
+    """``(loc, scale)`` of BoTorch's dimension-scaled lengthscale prior: ``(√2 + ½ log d, √3)``.
+
+    Examples:
+      >>> [round(v, 6) for v in botorch_lengthscale_prior(2)]
+      [1.760787, 1.732051]
+    """
+    dim = validation.check_positive_int(dim, "dim")
+    return math.sqrt(2.0) + 0.5 * math.log(dim), math.sqrt(3.0)
 
 
 def _sample_prior(rng_key, shape) -> jax.Array:

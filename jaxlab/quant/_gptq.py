@@ -160,9 +160,10 @@ def check_params(params: Any, rows: int, num_groups: int, dtype) -> tuple | None
     return tuple(out)
 
 
-@functools.partial(jax.jit, static_argnames="d")
-def _finish(codes_perm, scale, zero, inverse, group_index, w, h, *, d):
+@functools.partial(jax.jit, static_argnames=("d", "num_groups"))
+def _finish(codes_perm, scale, zero, inverse, group_index, perm, w, h, *, d, num_groups):
     """Un-permuted codes, dequantized weights and the error diagnostics, in one program."""
+    scale, zero = scale[:, :num_groups], zero[:, :num_groups]
     codes = codes_perm[:, :d][:, inverse]
     weight = scale[:, group_index] * (codes - zero[:, group_index])
     if h is None:
@@ -172,29 +173,47 @@ def _finish(codes_perm, scale, zero, inverse, group_index, w, h, *, d):
         error = jnp.sum((delta @ h) * delta)
         relative = error / jnp.sum((w @ h) * w)
     nonfinite = jnp.sum(~jnp.isfinite(weight), dtype=jnp.int32)
-    return weight, codes.astype(jnp.uint8), error, relative, nonfinite
+    return (
+        weight,
+        codes.astype(jnp.uint8),
+        scale,
+        zero,
+        group_index,
+        perm,
+        error,
+        relative,
+        nonfinite,
+        jnp.zeros((0,), weight.dtype),  # the empty diagnostics
+    )
 
 
-def assemble(codes_perm, scale, zero, perm, d: int, group: int, w, h, **info) -> QuantizedWeight:
-    """Un-permutes processing-order codes (padded) into a :class:`QuantizedWeight`."""
-    perm = np.asarray(perm)
-    groups = scale.shape[1]
-    group_of_position = np.minimum(np.arange(d) // group, groups - 1)
+def assemble(
+    codes_perm, scale, zero, perm, d: int, group: int, w, h, num_groups: int | None = None, **info
+) -> QuantizedWeight:
+    """Un-permutes processing-order codes (padded) into a :class:`QuantizedWeight`.
+
+    ``scale`` and ``zero`` may hold padding groups: the first ``num_groups`` (all by default)
+    are kept. Host arrays go to one jitted program as they are (no eager dispatch per array).
+    """
+    perm = np.asarray(perm, np.int32)
+    num_groups = scale.shape[1] if num_groups is None else num_groups
+    group_of_position = np.minimum(np.arange(d) // group, num_groups - 1)
     group_index = np.empty(d, np.int32)
     group_index[perm] = group_of_position
     inverse = np.argsort(perm).astype(np.int32)
     dtype = scale.dtype
-    weight, codes, error, relative, nonfinite = _finish(
+    weight, codes, scale, zero, group_index, perm, error, relative, nonfinite, empty = _finish(
         codes_perm,
         scale,
         zero,
         inverse,
         group_index,
+        perm,
         np.asarray(w, dtype),
         None if h is None else np.asarray(h, dtype),
         d=d,
+        num_groups=num_groups,
     )
-    empty = jnp.zeros((0,), dtype)
     extra = info.get("extra") or {}
     column_losses = info.get("column_losses")
     return QuantizedWeight(
@@ -202,8 +221,8 @@ def assemble(codes_perm, scale, zero, perm, d: int, group: int, w, h, **info) ->
         codes=codes,
         scale=scale,
         zero=zero,
-        group_index=jnp.asarray(group_index),
-        permutation=jnp.asarray(perm, jnp.int32),
+        group_index=group_index,
+        permutation=perm,
         info=QuantInfo(
             layer_error=error,
             relative_error=relative,
@@ -425,6 +444,8 @@ def _gptq_kernel(
 def pad_problem(w, h, perm, padded: int):
     """Permuted weights and Hessian, padded with zero columns and an identity Hessian block."""
     r, d = w.shape
+    if padded == d and np.array_equal(perm, np.arange(d)):
+        return w, h  # nothing to move (the callers' ``_prepare`` already copied both)
     wp = np.zeros((r, padded), w.dtype)
     wp[:, :d] = w[:, perm]
     hp = np.eye(padded)
@@ -433,14 +454,17 @@ def pad_problem(w, h, perm, padded: int):
 
 
 def pad_params(fixed, rows: int, num_groups: int, dtype):
-    """Fixed params padded to ``num_groups`` (pad groups hold zero columns: scale 1, zero 0)."""
+    """Fixed params padded to ``num_groups`` (pad groups hold zero columns: scale 1, zero 0).
+
+    Host arrays: the jitted kernels take them as arguments (no eager dispatch per array).
+    """
     if fixed is None:
-        return jnp.ones((rows, num_groups), dtype), jnp.zeros((rows, num_groups), dtype), False
+        return np.ones((rows, num_groups), dtype), np.zeros((rows, num_groups), dtype), False
     scale, zero = fixed
     extra = num_groups - scale.shape[1]
     scale = np.concatenate([scale, np.ones((scale.shape[0], extra), dtype)], axis=1)
     zero = np.concatenate([zero, np.zeros((zero.shape[0], extra), dtype)], axis=1)
-    return jnp.asarray(scale), jnp.asarray(zero), True
+    return scale, zero, True
 
 
 def gptq(
@@ -527,17 +551,19 @@ def gptq(
     wp, hp = pad_problem(w_prep, h_prep, perm, padded)
     u = _inverse_cholesky(hp, damp)
     search = grid == "search" and fixed is None
+    dtype = w_host.dtype
     metrics = None
     if search:
         metrics = hp[None] if group_size is None else _schur_blocks(u, group)[1]
-        metrics = jnp.asarray(metrics, w_host.dtype)
-    fixed_scale, fixed_zero, use_fixed = pad_params(fixed, r, padded // group, w_host.dtype)
+        metrics = metrics.astype(dtype)
+    fixed_scale, fixed_zero, use_fixed = pad_params(fixed, r, padded // group, dtype)
+    # Host arrays go to the jitted kernel as they are: one transfer each, no eager dispatch.
     codes, scale, zero, losses = _gptq_kernel(
-        jnp.asarray(wp),
-        jnp.asarray(u, w_host.dtype),
-        jnp.asarray(1.0 / np.diag(u), w_host.dtype),
+        wp,
+        u.astype(dtype),
+        (1.0 / np.diag(u)).astype(dtype),
         metrics,
-        jnp.asarray(2**bits - 1, w_host.dtype),
+        np.asarray(2**bits - 1, dtype),
         fixed_scale,
         fixed_zero,
         block=block,
@@ -549,14 +575,15 @@ def gptq(
     )
     return assemble(
         codes,
-        scale[:, :num_groups],
-        zero[:, :num_groups],
+        scale,
+        zero,
         perm,
         d,
         group,
         w_host,
         h_host,
-        column_losses=losses[:d],
+        num_groups=num_groups,
+        column_losses=losses if padded == d else losses[:d],
         dead=int(dead.sum()),
         damping=damping,
     )

@@ -404,13 +404,14 @@ def stla(
     )
     return assemble(
         codes,
-        scale[:, :num_groups],
-        zero[:, :num_groups],
+        scale,
+        zero,
         perm,
         d,
         group,
         w_host,
         h_host,
+        num_groups=num_groups,
         column_losses=stats[0],
         extra={"warmup_recon": stats[1], "warmup_reg": stats[2], "hard_fraction": stats[3]},
         dead=int(dead.sum()),

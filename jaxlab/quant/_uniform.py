@@ -30,14 +30,15 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
     check_bool,
+    check_finite_array,
     check_int,
     is_concrete,
-    tree_all_finite,
 )
 
 __all__ = [
@@ -130,7 +131,14 @@ def _grid_search(w, metric, qmax, symmetric: bool, num_ratios: int = NUM_RATIOS)
     return s[best, rows], z[best, rows]
 
 
-def quantize(w: ArrayLike, scale: ArrayLike, zero: ArrayLike, *, bits: int) -> jax.Array:
+def quantize(
+    w: ArrayLike,
+    scale: ArrayLike,
+    zero: ArrayLike,
+    *,
+    bits: int,
+    return_nonfinite: bool = False,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
     """Integer codes ``clip(round(w/s) + z, 0, 2^b − 1)`` of the last axis of ``w`` (uint8).
 
     Args:
@@ -138,41 +146,53 @@ def quantize(w: ArrayLike, scale: ArrayLike, zero: ArrayLike, *, bits: int) -> j
       scale: ``[...]`` per-row scales ``s > 0``.
       zero: ``[...]`` per-row integer zero points.
       bits: ``b`` in ``[1, 8]``.
+      return_nonfinite: also return the int32 count of weights that have no code (the way to
+        see them under ``jit``, where the checks below cannot run).
 
     Returns:
-      uint8 codes of ``w``'s shape, in ``[0, 2^b − 1]``.
+      uint8 codes of ``w``'s shape, in ``[0, 2^b − 1]``; with ``return_nonfinite``, the pair
+      ``(codes, nonfinite)``. A weight with no code (``w`` NaN/inf, or ``w/s + z`` NaN/inf
+      from a zero or non-finite scale) gets code 0 and is counted in ``nonfinite``.
 
     Raises:
-      ValueError: ``w`` holds a NaN or infinite entry (it has no code; a cast would silently
-        make it 0). Under ``jit`` the check cannot run on traced weights: use
-        :func:`quantize_uniform`, whose NaN output propagates, or check before tracing.
+      ValueError: on concrete input, ``w`` holds a NaN or infinite entry (it has no integer
+        code: a cast would make a NaN code 0 and clip an inf to the end of the grid), or a
+        ``scale`` is not finite and ``> 0``, or a ``zero`` is not finite. Traced arrays are not
+        checked: ask for ``return_nonfinite`` there.
 
     Examples:
-      >>> import jax.numpy as jnp
+      >>> import jax, jax.numpy as jnp
       >>> w = jnp.array([[0.31, -0.72, 0.15, 0.98]])
       >>> scale, zero = minmax_params(w, bits=2)
       >>> quantize(w, scale, zero, bits=2).tolist()
       [[2, 0, 1, 3]]
+      >>> coded = jax.jit(lambda w: quantize(w, scale, zero, bits=2, return_nonfinite=True))
+      >>> codes, nonfinite = coded(w.at[0, 1].set(jnp.nan))
+      >>> codes.tolist(), int(nonfinite)
+      ([[2, 0, 1, 3]], 1)
     """
     bits = check_bits(bits)
+    return_nonfinite = check_bool(return_nonfinite, "return_nonfinite")
     w = check_array(w, "w", kind="floating")
     if w.ndim < 1:
         raise ValueError(f"w must have at least one axis, got shape {w.shape}")
+    # Concrete values are checked on the host: under jit a JAX op on a closed-over array is
+    # traced, and a traced value cannot be checked.
+    check_finite_array(w, "w", reason="a NaN/inf weight has no integer code")
+    for name, value in (("scale", scale), ("zero", zero)):
+        if is_concrete(value):  # the kind first, then the values (on the host: see above)
+            check_finite_array(check_array(value, name, kind="real", host=True), name)
+    if is_concrete(scale) and not np.all(np.asarray(scale) > 0):
+        bad = int(np.sum(~(np.asarray(scale) > 0)))
+        raise ValueError(f"scale must be finite and > 0: {bad} entries are not (one per row of w)")
     scale, zero = _check_params(w, scale, zero)
-    if is_concrete(w) and not bool(tree_all_finite(w)):
-        bad = int(jnp.sum(~jnp.isfinite(w)))
-        raise ValueError(
-            f"w must be finite: {bad} NaN/inf weights have no integer code (a cast would make a "
-            "NaN code 0 and clip an inf to the end of the grid)"
-        )
-    codes = _codes(w, scale, zero, float(2**bits - 1))
-    if is_concrete(codes) and not bool(tree_all_finite(codes)):
-        bad = int(jnp.sum(~jnp.isfinite(codes)))
-        raise ValueError(
-            f"scale and zero must give finite codes: {bad} entries of w / scale + zero are NaN "
-            "(check scale > 0 and finite)"
-        )
-    return codes.astype(jnp.uint8)
+    unclipped = jnp.round(w / scale[..., None]) + zero[..., None]
+    coded = jnp.isfinite(unclipped)  # False exactly where the weight has no code
+    codes = jnp.where(coded, jnp.clip(unclipped, 0.0, float(2**bits - 1)), 0.0)
+    codes = codes.astype(jnp.uint8)
+    if return_nonfinite:
+        return codes, jnp.sum(~coded, dtype=jnp.int32)
+    return codes
 
 
 def dequantize(codes: ArrayLike, scale: ArrayLike, zero: ArrayLike) -> jax.Array:

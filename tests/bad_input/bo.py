@@ -70,11 +70,48 @@ for _name in ("gp_log_marginal", "gp_posterior", "gp_loo_predictive"):
         raises("x", lambda _fn=_fn: _fn("x", _Y, _GP)),
         raises("mask", lambda _fn=_fn: _fn(_X, _Y, _GP, jnp.zeros(6, bool)), description="empty"),
         raises("mask", lambda _fn=_fn: _fn(_X, _Y, _GP, jnp.ones(5, bool)), description="shape"),
+        raises(
+            "params",
+            lambda _fn=_fn: _fn(_X, _Y, (1.0, 0.5, 0.1)),
+            TypeError,
+            description="plain tuple",
+        ),
     )
 probes(
     _P + "gp_predict",
     raises("y", lambda: B.gp_predict(_X, _Y.at[0].set(INF), _X, _GP)),
     raises("x_test", lambda: B.gp_predict(_X, _Y, jnp.zeros((2, 3)), _GP)),
+    raises("params", lambda: B.gp_predict(_X, _Y, _X, (1.0, 0.5, 0.1)), TypeError),
+)
+probes(
+    _P + "botorch_log_prior",
+    raises("params", lambda: B.botorch_log_prior((1.0, 0.5, 0.1), dim=1), TypeError),
+    raises("dim", lambda: B.botorch_log_prior(_GP, dim=0)),
+    raises("params.lengthscale", lambda: B.botorch_log_prior(B.GPParams(1.0, -0.5, 0.1), dim=1)),
+)
+probes(
+    _P + "sgp_botorch_log_posterior",
+    raises("params", lambda: B.sgp_botorch_log_posterior(_X, _Y, [1.0, 0.5, 0.1]), TypeError),
+    raises("mean", lambda: B.sgp_botorch_log_posterior(_X, _Y, _GP, mean=NAN)),
+    raises("y", lambda: B.sgp_botorch_log_posterior(_X, _Y.at[0].set(NAN), _GP)),
+)
+probes(
+    _P + "fit_sgp_botorch",
+    raises("rng_key", lambda: B.fit_sgp_botorch(None, _X, _Y)),
+    raises("num_restarts", lambda: B.fit_sgp_botorch(_key(), _X, _Y, num_restarts=0)),
+    raises("steps", lambda: B.fit_sgp_botorch(_key(), _X, _Y, steps=-1)),
+    raises("mask", lambda: B.fit_sgp_botorch(_key(), _X, _Y, jnp.zeros(6, bool))),
+)
+probes(
+    _P + "lognormal_log_prob",
+    raises("theta", lambda: B.lognormal_log_prob(0.0, 0.0, 1.0)),
+    raises("loc", lambda: B.lognormal_log_prob(1.0, NAN, 1.0)),
+    raises("scale", lambda: B.lognormal_log_prob(1.0, 0.0, -1.0)),
+)
+probes(
+    _P + "botorch_lengthscale_prior",
+    raises("dim", lambda: B.botorch_lengthscale_prior(0)),
+    raises("dim", lambda: B.botorch_lengthscale_prior(2.5), description="float"),
 )
 probes(
     _P + "fit_gp",
@@ -83,6 +120,7 @@ probes(
     raises("learning_rate", lambda: B.fit_gp(_X, _Y, method="adam", learning_rate=-0.1)),
     raises("init.lengthscale", lambda: B.fit_gp(_X, _Y, init=B.GPParams(1.0, jnp.ones(3), 0.1))),
     raises("init.noise_std", lambda: B.fit_gp(_X, _Y, init=B.GPParams(1.0, 1.0, -0.1))),
+    raises("init", lambda: B.fit_gp(_X, _Y, init=(1.0, 1.0, 0.1)), TypeError),
     raises("y", lambda: B.fit_gp(_X, _Y.at[1].set(NAN))),
     status(
         "a non-finite objective step is counted",
@@ -215,6 +253,11 @@ probes(
     raises("xi", lambda: B.expected_improvement(1.0, 0.5, 0.8, xi=INF)),
 )
 probes(
+    _P + "log_expected_improvement",
+    raises("std", lambda: B.log_expected_improvement(1.0, -0.5, 0.8)),
+    raises("xi", lambda: B.log_expected_improvement(1.0, 0.5, 0.8, xi=NAN)),
+)
+probes(
     _P + "upper_confidence_bound",
     raises("std", lambda: B.upper_confidence_bound(1.0, jnp.array([NAN]))),
     raises("beta", lambda: B.upper_confidence_bound(1.0, 0.5, beta=-2.0)),
@@ -300,6 +343,15 @@ probes(
     raises("num_iters", lambda: B.bayes_opt(_key(), B.two_regime, _BOX, num_iters=-1)),
     raises("rambo", lambda: B.bayes_opt(_key(), B.two_regime, _BOX, rambo={"alpha0": 2.0})),
     raises("rng_key", lambda: B.bayes_opt(None, B.two_regime, _BOX)),
+    raises("progress", lambda: B.bayes_opt(_key(), B.two_regime, _BOX, progress=5), TypeError),
+    raises("gp_restarts", lambda: B.bayes_opt(_key(), B.two_regime, _BOX, gp_restarts=0)),
+    raises(
+        "acquisition.kind",
+        lambda: B.bayes_opt(
+            _key(), B.two_regime, _BOX, acquisition=B.AcquisitionConfig(kind="log_ei")
+        ),
+        description="log_ei with rambo",
+    ),
 )
 probes(
     _P + "bo_problem",

@@ -97,6 +97,14 @@ probes(
     ),
     raises("w", lambda: quant.quantize(_NAN_W, SCALE, ZERO, bits=3), ValueError, "NaN weight"),
     raises("w", lambda: quant.quantize(_INF_W, SCALE, ZERO, bits=3), ValueError, "inf weight"),
+    raises("scale", lambda: quant.quantize(W, 0 * SCALE, ZERO, bits=3), ValueError, "zero scale"),
+    raises("scale", lambda: quant.quantize(W, NAN * SCALE, ZERO, bits=3), ValueError, "NaN scale"),
+    raises("zero", lambda: quant.quantize(W, SCALE, ZERO + NAN, bits=3), ValueError, "NaN zero"),
+    raises(
+        "return_nonfinite",
+        lambda: quant.quantize(W, SCALE, ZERO, bits=3, return_nonfinite=1),
+        TypeError,
+    ),
 )
 probes(
     "jaxlab.quant.quantize_uniform",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -91,11 +93,22 @@ def test_maximize_acquisition_finds_a_known_maximum():
     assert float(info.value) >= float(info.candidate_value) and int(info.nonfinite) == 0
 
 
-@pytest.mark.parametrize("surrogate", ["rambo", "sgp", "random"])
+@pytest.mark.parametrize(
+    "surrogate",
+    # sgp_botorch compiles a vmapped multi-start L-BFGS (~10 s on 2 cores): slow profile
+    ["rambo", "sgp", pytest.param("sgp_botorch", marks=pytest.mark.slow), "random"],
+)
 def test_bayes_opt_runs_and_is_reproducible(surrogate):
     problem = bo_problem("two_regime")
+    acq = dataclasses.replace(_ACQ, kind="log_ei", xi=0.0) if surrogate == "sgp_botorch" else _ACQ
     kwargs = dict(
-        surrogate=surrogate, num_init=4, num_iters=3, rambo=_RAMBO, acquisition=_ACQ, gp_steps=5
+        surrogate=surrogate,
+        num_init=4,
+        num_iters=3,
+        rambo=_RAMBO,
+        acquisition=acq,
+        gp_steps=5,
+        gp_restarts=2,
     )
     with jax.enable_x64(True):
         a = bayes_opt(jax.random.key(0), problem.objective, problem.bounds, **kwargs)

@@ -107,11 +107,42 @@ def test_rtn_groups_use_their_own_ranges():
 def test_a_non_finite_weight_has_no_code(bad):
     # A NaN cast to uint8 used to come out as code 0, a plausible weight.
     w = np.array([[0.3, bad, -0.2, 0.9]], np.float32)
-    with pytest.raises(ValueError, match="w must be finite: 1 NaN/inf weights have no integer"):
+    with pytest.raises(ValueError, match=r"w must be finite: 1 of its 4 entries are NaN/inf"):
         quantize(w, np.array([0.1]), np.array([3.0]), bits=3)
     if np.isnan(bad):  # the fake quantizer propagates a NaN instead
         fake = quantize_uniform(w, np.array([0.1]), np.array([3.0]), bits=3)
         assert np.isnan(np.asarray(fake)[0, 1])
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, float("nan"), float("inf")])
+def test_a_scale_that_is_not_positive_and_finite_raises(bad):
+    # A zero scale made w / s infinite (clipped to the grid's end, or NaN for w = 0) silently.
+    w = np.array([[0.3, -0.2], [0.1, 0.9]], np.float32)
+    with pytest.raises(ValueError, match=r"scale must be finite"):
+        quantize(w, np.array([0.1, bad]), np.array([3.0, 3.0]), bits=3)
+    with pytest.raises(ValueError, match=r"zero must be finite: 1 of its 2 entries"):
+        quantize(w, np.array([0.1, 0.1]), np.array([3.0, float("nan")]), bits=3)
+
+
+def test_under_jit_the_weights_without_a_code_are_counted():
+    w = np.array([[0.3, np.nan, -0.2, 0.9], [0.1, np.inf, 0.0, -0.4]], np.float32)
+    scale, zero = np.array([0.1, 0.0], np.float32), np.array([3.0, 3.0], np.float32)
+
+    @jax.jit
+    def coded(w, scale):
+        return quantize(w, scale, zero, bits=3, return_nonfinite=True)
+
+    codes, nonfinite = coded(w, scale)
+    # Row 0: the NaN; row 1 (scale 0): every entry's w / s is inf or NaN.
+    assert int(nonfinite) == 1 + 4
+    assert codes.dtype == jnp.uint8 and np.all(np.asarray(codes)[1] == 0)
+    # The finite entries of row 0 are coded as without jit.
+    expected = quantize(w[:1, [0, 2, 3]], scale[:1], zero[:1], bits=3)
+    np.testing.assert_array_equal(np.asarray(codes)[0, [0, 2, 3]], np.asarray(expected)[0])
+    assert int(coded(np.nan_to_num(w, posinf=1.0), np.array([0.1, 0.2], np.float32))[1]) == 0
+    # Concrete input: the count comes back beside the codes (0, or the call raised).
+    _, none = quantize(w[:1, [0, 2, 3]], scale[:1], zero[:1], bits=3, return_nonfinite=True)
+    assert int(none) == 0
 
 
 @pytest.mark.parametrize("group", [None, 4])
