@@ -17,6 +17,7 @@ References:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
@@ -504,20 +505,14 @@ class HomPGD(IterativeSolver):
         if latents.ndim != 2 or not jnp.issubdtype(latents.dtype, jnp.floating):
             raise ValueError(f"latents must be a floating (N, n) array, got {latents.shape}")
 
-        def evaluate(z):
-            value, x = self._objective(z, args)
-            return value, self._violation(x, args), x
-
-        values, violations, points = jax.jit(jax.vmap(evaluate))(latents)
+        evaluate, refine = _reachable_programs(self, maxiter or 10 * self.maxiter)
+        values, violations, points = evaluate(latents, args)
         values, violations = np.asarray(values, float), np.asarray(violations, float)
         feasible = violations <= self.feasibility_tol
         if not feasible.any():
             return jnp.asarray(jnp.inf), points[int(np.argmin(violations))]
         order = np.argsort(np.where(feasible, values, np.inf))[: min(num_refine, feasible.sum())]
-        refiner = dataclasses.replace(
-            self, maxiter=maxiter or 10 * self.maxiter, jit=False, implicit_diff=False
-        )
-        ends, states = jax.jit(jax.vmap(lambda z0: refiner.run(z0, *args)))(latents[order])
+        ends, states = refine(latents[order], args)
         end_values = np.where(
             np.asarray(states.violation) <= self.feasibility_tol, np.asarray(states.value), np.inf
         )
@@ -646,6 +641,26 @@ def select_penalty_weight(validation_gaps: dict[float, float]) -> float:
                 f"was feasible), got {gap}"
             )
     return min(validation_gaps, key=lambda w: (validation_gaps[w], -w))
+
+
+@functools.lru_cache(maxsize=32)
+def _reachable_programs(solver: HomPGD, maxiter: int):
+    """Compiled once per solver (hashed by identity) and refinement length: the dense
+    evaluation of f(Φ(z)) and the batched refinement runs, the problem's args as arguments."""
+
+    def evaluate(latents, args):
+        def one(z):
+            value, x = solver._objective(z, args)
+            return value, solver._violation(x, args), x
+
+        return jax.vmap(one)(latents)
+
+    refiner = dataclasses.replace(solver, maxiter=maxiter, jit=False, implicit_diff=False)
+
+    def refine(starts, args):
+        return jax.vmap(lambda z0: refiner.run(z0, *args))(starts)
+
+    return jax.jit(evaluate), jax.jit(refine)
 
 
 class GapSplit(NamedTuple):
