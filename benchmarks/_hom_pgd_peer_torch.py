@@ -56,12 +56,20 @@ def main(peer_dir: str, path_in: str, path_out: str) -> int:
         feasible = violations <= tol
         reachable = float(values[feasible].min()) if feasible.any() else float("inf")
         if feasible.any():
-            order = np.argsort(np.where(feasible, values, np.inf))[: min(num_refine, feasible.sum())]
+            order = np.argsort(np.where(feasible, values, np.inf))[
+                : min(num_refine, feasible.sum())
+            ]
             # one batched run (their loop shares the adaptive step across a batch; bisection
             # stays per row)
             k = len(order)
-            _, _, v, viol = peer.inn_pgd(model, data, c.expand(k, *c.shape[1:]), q.expand(k, -1),
-                                         refine, initial_z=latents[torch.as_tensor(order)])
+            _, _, v, viol = peer.inn_pgd(
+                model,
+                data,
+                c.expand(k, *c.shape[1:]),
+                q.expand(k, -1),
+                refine,
+                initial_z=latents[torch.as_tensor(order)],
+            )
             ok = viol.numpy() <= tol
             if ok.any():
                 reachable = min(reachable, float(v.numpy()[ok].min()))

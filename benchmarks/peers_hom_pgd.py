@@ -141,11 +141,10 @@ def run(steps: int = 2000, num_instances: int = 10, sizes=SIZES, seed: int = 0) 
         with tempfile.TemporaryDirectory() as tmp:
             spec, result = pathlib.Path(tmp) / "spec.npz", pathlib.Path(tmp) / "peer.json"
             conditions = np.stack([np.asarray(solvers.qcqp_condition(p)) for p in pick])
-            objectives = np.stack(
-                [np.concatenate([p.quad.reshape(-1), p.linear]) for p in pick]
-            )
+            objectives = np.stack([np.concatenate([p.quad.reshape(-1), p.linear]) for p in pick])
+            iters = 500 if n <= 2 else 10 * n  # qcqp_hom_pgd's default, on both sides
             np.savez(spec, n=n, m=m, steps=steps, batch_size=batch, seed=seed,
-                     hom_iters=500 if n <= 2 else 10 * n, refine_iters=2 * (500 if n <= 2 else 10 * n),
+                     hom_iters=iters, refine_iters=2 * iters,
                      num_refine=NUM_REFINE, conditions=conditions, objectives=objectives,
                      latents=np.asarray(latents))  # fmt: skip
             command = [os.environ[TORCH_ENV], str(HERE / "_hom_pgd_peer_torch.py"),
@@ -156,12 +155,16 @@ def run(steps: int = 2000, num_instances: int = 10, sizes=SIZES, seed: int = 0) 
             "n": n,
             "m": m,
             "instances": num_instances,
-            "authors": {**_summary(theirs["rows"], local, multi),
-                        "train_time_s": theirs["train_time_s"],
-                        "seconds_per_step": theirs["seconds_per_step"]},  # fmt: skip
-            "jaxlab": {**_summary(ours["none"], local, multi),
-                       "train_time_s": ours["train_time_s"],
-                       "seconds_per_step": ours["seconds_per_step"]},  # fmt: skip
+            "authors": {
+                **_summary(theirs["rows"], local, multi),
+                "train_time_s": theirs["train_time_s"],
+                "seconds_per_step": theirs["seconds_per_step"],
+            },  # fmt: skip
+            "jaxlab": {
+                **_summary(ours["none"], local, multi),
+                "train_time_s": ours["train_time_s"],
+                "seconds_per_step": ours["seconds_per_step"],
+            },  # fmt: skip
         }
         projected = "ball" if n <= 2 else "box"
         row[f"jaxlab_{projected}_projection"] = _summary(ours[projected], local, multi)
@@ -181,7 +184,8 @@ def _print(report) -> None:
         for side in [k for k in row if k.startswith(("authors", "jaxlab"))]:
             s = row[side]
             print(
-                f"  {side:<24} " + ", ".join(f"{k} {s[k]:.2%}" for k in keys)
+                f"  {side:<24} "
+                + ", ".join(f"{k} {s[k]:.2%}" for k in keys)
                 + f"; feasible {s['feasible_fraction']:.0%}, eps_inn {s['eps_inn']:.1%}, "
                 f"inverse error {s['inverse_error_max']:.1e}"
                 + (f", {s['seconds_per_step']:.3f} s/step" if "seconds_per_step" in s else "")

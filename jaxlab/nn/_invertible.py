@@ -890,9 +890,10 @@ def train_homeomorphism(
         (``snapshots``); chunks are cut there, so a snapshot costs one extra compile at most.
 
     Returns:
-      A :class:`HomeomorphismTraining` (EMA model, last model, history, snapshots). A non-finite loss (a
-      ``constraint_fn`` that returns NaN, a diverging learning rate) is not masked: it shows in
-      ``history["loss"]``, so check ``np.isfinite(history["loss"]).all()``.
+      A :class:`HomeomorphismTraining` (EMA model, last model, history, snapshots). A
+      non-finite loss (a ``constraint_fn`` that returns NaN, a diverging learning rate) is not
+      masked: it shows in ``history["loss"]``, so check
+      ``np.isfinite(history["loss"]).all()``.
 
     Raises:
       TypeError: a non-callable ``constraint_fn``, a bad ``rng_key``, non-floating latents,
@@ -944,7 +945,10 @@ def train_homeomorphism(
     if isinstance(snapshot_steps, (str, bytes)) or not isinstance(snapshot_steps, Sequence):
         raise TypeError(f"snapshot_steps must be a sequence of ints, got {snapshot_steps!r}")
     snapshot_steps = sorted(
-        {check_int(s, "snapshot_steps' entry", minimum=1, maximum=num_steps) for s in snapshot_steps}
+        {
+            check_int(s, "snapshot_steps' entry", minimum=1, maximum=num_steps)
+            for s in snapshot_steps
+        }
     )
     conditional = model.condition_encoder is not None
     if conditional != (sample_conditions is not None):

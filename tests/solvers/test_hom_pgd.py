@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from jaxlab.nn import InvertibleNet, sample_latents, train_homeomorphism
 from jaxlab.solvers import (
     STAR_OPTIMUM,
-    GapSplit,
     STAR_OPTIMUM_VALUE,
+    GapSplit,
     HomPGD,
     HomPGDState,
     augmented_lagrangian,
@@ -39,12 +39,12 @@ from jaxlab.solvers import (
     select_penalty_weight,
     slsqp_multistart,
     slsqp_projection_pgd,
+    split_gap,
     star_constraint,
     star_hom_pgd,
     star_homeomorphism,
     star_objective,
     star_projection,
-    split_gap,
 )
 
 
