@@ -327,7 +327,7 @@ def _run_size(case, seed, count, config, rng_key, progress, nets, programs) -> d
     trained, train_s = _train(case, config, train_key, progress, nets)
     # What qcqp_hom_pgd's solver takes: the network's (params, rest).
     model, weights = trained.model, nnx.split(trained.model, nnx.Param, ...)[1:]
-    _, solve_instances, _, outside = _programs(model, programs)
+    solver, solve_instances, _, outside = _programs(model, programs)
     instances = solvers.sample_qcqp_batch(jax.random.key(seed), n, m, count)
     host = jax.tree.map(np.asarray, instances)
     track = functools.partial(progress.track, total=count)
@@ -356,7 +356,7 @@ def _run_size(case, seed, count, config, rng_key, progress, nets, programs) -> d
         row["speedup"] = row["time_per_instance_s"] / hom["time_per_instance_s"]  # > 1: slower
     local_time = float(np.mean([r["time_s"] for r in local]))
     eps = outside(sample_latents(eps_key, config.eps_samples, n), weights, instances)
-    split = _split(trained, states, reference, values_multi, config, eps_key, instances, track)
+    split = _split(solver, trained, states, reference, values_multi, config, eps_key, instances)
     history, w_pen = trained.history, config.penalty_weight
     authors = (AUTHORS_STEPS, AUTHORS_BATCH.get(n, 64), AUTHORS_WIDTH, AUTHORS_PENALTY)
     return dict(
@@ -385,15 +385,14 @@ def _median_interval(values, seed: int = 0) -> tuple[float, float, float]:
     return float(np.median(values)), float(low), float(high)
 
 
-def _split(trained, states, local, multistart, config, rng_key, instances, track) -> dict:
+def _split(solver, trained, states, local, multistart, config, rng_key, instances) -> dict:
     """Issue 41's split of Hom-PGD's gap: the best value reachable through the map (at the full
     budget and at half of it, a snapshot of the same run), coverage and optimizer gaps per
     instance, and the INN's round-trip (invertibility) error."""
     from jaxlab.nn import invertibility_error
     from jaxlab.solvers import qcqp_condition, split_gap
 
-    model = trained.model
-    solver = solvers.qcqp_hom_pgd(model)
+    model = trained.model  # the solver (one per architecture) takes the weights as an argument
     n, count = model.num_features, len(states.value)
     latents = sample_latents(rng_key, config.reach_samples, n)
     budgets = {"full": model}
@@ -401,7 +400,7 @@ def _split(trained, states, local, multistart, config, rng_key, instances, track
         budgets["half"] = next(iter(trained.snapshots.values()))
     reach = {name: [] for name in budgets}
     errors = []
-    for i in track(range(count), description=f"QCQP n={n}: reachable through Φ"):
+    for i in range(count):
         instance = _pick(instances, i)
         for name, net in budgets.items():
             weights = nnx.split(net, nnx.Param, ...)[1:]
