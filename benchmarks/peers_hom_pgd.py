@@ -21,6 +21,14 @@ with torch. Neither is part of ``make test``; without them this exits 2 saying w
 On a 2-core CPU the authors' training costs about 0.25-0.3 s per step, so 2,000 steps (not
 their 10,000) is the practical side-by-side budget; both sides use the same one.
 
+Reading the numbers: a median is over the instances whose end point is feasible (violation
+<= 1e-5), so always read it with the feasible share beside it. The authors' bisection returns
+the midpoint of its last bracket (it can be slightly infeasible) and, in a batch, shares one
+adaptive step and bisects every row when any row is infeasible; their side's refinement of the
+reachable value runs as one batch of the 8 starts, so it can miss points their own centre run
+reaches (a negative optimizer gap). Counting each side's own Hom-PGD end point as reachable
+(``min(reachable, end value)``) removes that artefact; this file reports the raw split.
+
 Run: ``python -m benchmarks.peers_hom_pgd [--steps 2000] [--instances 10] [--out DIR]``.
 """
 
