@@ -36,9 +36,12 @@ CLAIM = (
     "one VJP per step, lands within a few percent of a local solver on non-convex QCQPs and is "
     "faster than solver-based and Lagrangian baselines. Checks: star toy (exact map) zero "
     "violation, global optimum from >= 30% of starts, faster than exact-projection PGD; QCQPs "
-    "n=2, m=3 in the authors' setting: >= 95% feasible, median single-start gap <= 5% to a local "
-    "SLSQP solve from x=0; n=10, m in {10, 100}: median gap <= 5% and less time per instance "
-    "than every baseline that also reaches it."
+    "n=2, m=3 in the authors' setting: >= 95% feasible; at every QCQP size the gap split in two "
+    "(issue 41): coverage (best point reachable through the learned map) within 5% of the best "
+    "SLSQP reference, unresolved while it still falls between half and full training budget by "
+    "more than its margin to the gate, and optimizer (Hom-PGD's end point against that reachable "
+    "point) within 1%; n=10, m in {10, 100}: less time per instance than every baseline that "
+    "reaches a median end-to-end gap <= 5%."
 )
 
 # Verdict thresholds (the note's and the issue's rules) and the protocol's fixed numbers.
@@ -48,6 +51,13 @@ ZERO_VIOLATION = 1e-10  # "zero" in float64 with the exact map (rounding of Φ o
 FEASIBILITY_TOL = 1e-5  # a QCQP end point is feasible at this residual (the code's tolerance)
 FEASIBLE_FRACTION = 0.95  # share of QCQP test instances that must end feasible
 MEDIAN_GAP = 0.05  # median relative gap to the local reference (the paper's tables: 1-5%)
+# Issue 41's split of that gap. Coverage (the best point reachable through the learned map
+# against the best reference) gates at the note's 5%; the optimizer part (Hom-PGD's end point
+# against that reachable point) at 1%: the latent descent itself should lose next to nothing.
+COVERAGE_GAP = MEDIAN_GAP
+OPTIMIZER_GAP = 0.01
+REACH_REFINE = 8  # Hom-PGD refinements of the best feasible latent samples (reachable value)
+BOOTSTRAP_RESAMPLES = 2000  # for the 95% interval of each median over instances
 GOAL_SPEEDUP = 5.0  # the issue's goal on the star toy (reported): >= 5x faster than exact PGD
 STOP_TOL = 1e-5  # the code's |Δf| stopping tolerance
 # The authors' training (scripts/inn_pgd/_configs.py, run_qcqp_inn_toy.py): 10,000 steps, batch
@@ -83,6 +93,9 @@ class HomPGDConfig(ExperimentConfig):
       speed_cases: (c)'s (n, m, training steps, QuadMixer width), trained at speed_batch_size,
         tested on speed_instances instances of seed speed_seed.
       baseline_inner, baseline_learning_rate: the QCQP penalty / ALM inner gradient steps.
+      reach_samples: dense latent sample per instance for the best value reachable through the
+        map (then Hom-PGD from its best feasible points); every size is also trained at half
+        its budget (a snapshot of the same run) to see whether coverage is still falling.
     """
 
     star_starts: int = 50
@@ -111,6 +124,7 @@ class HomPGDConfig(ExperimentConfig):
     speed_instances: int = 20
     baseline_inner: int = 100
     baseline_learning_rate: float = 1e-3
+    reach_samples: int = 20_000
 
     @classmethod
     def smoke(cls):
@@ -120,7 +134,7 @@ class HomPGDConfig(ExperimentConfig):
             test_instances=3, train_steps=40, batch_size=32, encoder_hidden=8, hidden=8,
             latent_pool=512, hom_starts=3, slsqp_starts=2, exact_pgd_instances=1, eps_samples=64,
             speed_cases=((2, 3, 40, 8),), speed_batch_size=32, speed_seed=2030,
-            speed_instances=3, baseline_inner=10,
+            speed_instances=3, baseline_inner=10, reach_samples=256,
         )  # fmt: skip
 
     @classmethod
@@ -251,6 +265,7 @@ def _train(case, config: HomPGDConfig, rng_key, progress, nets: dict):
             rng_key, n, m, num_steps=steps, batch_size=batch, encoder_hidden=width,
             penalty_weight=config.penalty_weight, hidden=config.hidden,
             latent_pool=config.latent_pool, progress=progress,
+            snapshot_steps=(steps // 2,) if steps >= 2 else (),
         )  # fmt: skip
         nets[case] = trained, time.perf_counter() - start
     return nets[case]
@@ -312,7 +327,7 @@ def _run_size(case, seed, count, config, rng_key, progress, nets, programs) -> d
     trained, train_s = _train(case, config, train_key, progress, nets)
     # What qcqp_hom_pgd's solver takes: the network's (params, rest).
     model, weights = trained.model, nnx.split(trained.model, nnx.Param, ...)[1:]
-    _, solve_instances, _, outside = _programs(model, programs)
+    solver, solve_instances, _, outside = _programs(model, programs)
     instances = solvers.sample_qcqp_batch(jax.random.key(seed), n, m, count)
     host = jax.tree.map(np.asarray, instances)
     track = functools.partial(progress.track, total=count)
@@ -329,6 +344,7 @@ def _run_size(case, seed, count, config, rng_key, progress, nets, programs) -> d
         for i in track(range(count), description=f"{label}: multi-start SLSQP")
     ]
     values = np.array([r["value"] for r in multi])  # inf where no start ended feasible
+    values_multi = values
     seconds = float(np.mean([r["time_s"] for r in multi]))
     methods = {"hom_pgd": hom, "slsqp_multistart": _method(values, reference, 0 * values, seconds)}
     for name in ("penalty", "alm"):
@@ -340,6 +356,7 @@ def _run_size(case, seed, count, config, rng_key, progress, nets, programs) -> d
         row["speedup"] = row["time_per_instance_s"] / hom["time_per_instance_s"]  # > 1: slower
     local_time = float(np.mean([r["time_s"] for r in local]))
     eps = outside(sample_latents(eps_key, config.eps_samples, n), weights, instances)
+    split = _split(solver, trained, states, reference, values_multi, config, eps_key, instances)
     history, w_pen = trained.history, config.penalty_weight
     authors = (AUTHORS_STEPS, AUTHORS_BATCH.get(n, 64), AUTHORS_WIDTH, AUTHORS_PENALTY)
     return dict(
@@ -353,8 +370,65 @@ def _run_size(case, seed, count, config, rng_key, progress, nets, programs) -> d
         violations=np.asarray(states.violation, float).tolist(),
         iterations=np.asarray(states.iter_num).tolist(), local_slsqp_time_per_instance_s=local_time,
         speedup_vs_local_slsqp=local_time / hom["time_per_instance_s"], methods=methods,
-        _model=model, _weights=weights, _instances=instances,
+        **split, _model=model, _weights=weights, _instances=instances,
     )  # fmt: skip
+
+
+def _median_interval(values, seed: int = 0) -> tuple[float, float, float]:
+    """Median over instances and a 95% percentile-bootstrap interval (NaNs dropped)."""
+    values = np.asarray(values, float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return np.nan, np.nan, np.nan
+    draws = np.random.default_rng(seed).choice(values, (BOOTSTRAP_RESAMPLES, values.size))
+    low, high = np.percentile(np.median(draws, axis=1), [2.5, 97.5])
+    return float(np.median(values)), float(low), float(high)
+
+
+def _split(solver, trained, states, local, multistart, config, rng_key, instances) -> dict:
+    """Issue 41's split of Hom-PGD's gap: the best value reachable through the map (at the full
+    budget and at half of it, a snapshot of the same run), coverage and optimizer gaps per
+    instance, and the INN's round-trip (invertibility) error."""
+    from jaxlab.nn import invertibility_error
+    from jaxlab.solvers import qcqp_condition, split_gap
+
+    model = trained.model  # the solver (one per architecture) takes the weights as an argument
+    n, count = model.num_features, len(states.value)
+    latents = sample_latents(rng_key, config.reach_samples, n)
+    budgets = {"full": model}
+    if trained.snapshots:  # the snapshot at half the budget (one per run)
+        budgets["half"] = next(iter(trained.snapshots.values()))
+    reach = {name: [] for name in budgets}
+    errors = []
+    for i in range(count):
+        instance = _pick(instances, i)
+        for name, net in budgets.items():
+            weights = nnx.split(net, nnx.Param, ...)[1:]
+            value, _ = solver.reachable_value(
+                latents, weights, instance, num_refine=REACH_REFINE, maxiter=2 * solver.maxiter
+            )
+            reach[name].append(float(value))
+        condition = qcqp_condition(instance)
+        errors.append(float(invertibility_error(model, latents[:512], condition).max()))
+    feasible = np.asarray(states.violation) <= FEASIBILITY_TOL
+    hom = np.where(feasible, np.asarray(states.value, float), np.inf)
+    local = np.where(np.isfinite(local), local, np.inf)  # NaN: the local solve failed
+    parts = {name: split_gap(hom, reach[name], local, multistart) for name in budgets}
+    full = parts["full"]
+    out = {
+        "reachable_values": reach["full"],
+        "coverage_gaps": full.coverage.tolist(),
+        "optimizer_gaps": full.optimizer.tolist(),
+        "gaps_vs_multistart": full.end_to_end_multistart.tolist(),
+        "coverage": _median_interval(full.coverage),
+        "optimizer": _median_interval(full.optimizer),
+        "gap_vs_multistart": float(np.nanmedian(full.end_to_end_multistart)),
+        "inverse_error_max": float(max(errors)),
+        "half_budget_steps": next(iter(trained.snapshots), None),
+    }
+    if "half" in parts:
+        out["coverage_half"] = _median_interval(parts["half"].coverage)
+    return out
 
 
 def _run_qcqp(config: HomPGDConfig, rng_key, progress, nets, programs) -> dict:
@@ -490,17 +564,50 @@ def _budget(res) -> str:
     )
 
 
-def _gap_part(label, res, extra: str = ""):
+def _coverage_still_falling(res) -> bool:
+    """The coverage rule's budget test: between half and full budget the median coverage gap
+    fell by more than what separates it from the gate, so more training may well cross it."""
+    if "coverage_half" not in res:
+        return True
+    drop = res["coverage_half"][0] - res["coverage"][0]
+    return drop > res["coverage"][0] - COVERAGE_GAP
+
+
+def _split_parts(label, res, extra: str = ""):
+    """The gap split into its two parts (issue 41): coverage of the learned map, then the
+    latent optimizer against the best point that map reaches."""
     hom = res["methods"]["hom_pgd"]
-    ok = hom["median_gap"] <= MEDIAN_GAP
-    return check(
-        f"{label}: median single-start gap to a local SLSQP solve from x = 0 <= 5%",
-        f"median gap {hom['median_gap']:.1%} (mean {np.nanmean(hom['gaps']):.1%}), "
-        f"{hom['feasible_fraction']:.0%} feasible, ε_inn {res['eps_inn']:.1%}; {_budget(res)}"
-        + extra,
-        ok,
-        resolved=ok or res["authors_budget"],
+    coverage, low, high = res["coverage"]
+    optimizer, o_low, o_high = res["optimizer"]
+    half = res.get("coverage_half", (np.nan,) * 3)[0]
+    coverage_ok = coverage <= COVERAGE_GAP
+    falling = not coverage_ok and _coverage_still_falling(res)
+    end_to_end = (
+        f"end to end: median {hom['median_gap']:.1%} vs a local SLSQP solve from x = 0, "
+        f"{res['gap_vs_multistart']:.1%} vs the best of {res['slsqp_starts']} SLSQP starts; "
+        f"{hom['feasible_fraction']:.0%} feasible, ε_inn {res['eps_inn']:.1%}, INN round-trip "
+        f"error <= {res['inverse_error_max']:.1e}; {_budget(res)}"
     )
+    return [
+        check(
+            f"{label}: coverage: the best point reachable through the learned map is within "
+            f"{COVERAGE_GAP:.0%} of the best reference (median)",
+            f"median coverage gap {coverage:.1%} [95% interval {low:.1%}, {high:.1%}] at "
+            f"{res['train_steps']} steps, {half:.1%} at {res['half_budget_steps']} steps"
+            + ("; still falling by more than the margin to the gate" if falling else "")
+            + f"; {end_to_end}"
+            + extra,
+            coverage_ok,
+            resolved=coverage_ok or (res["authors_budget"] and not falling),
+        ),
+        check(
+            f"{label}: optimizer: Hom-PGD from the centre ends within {OPTIMIZER_GAP:.0%} of the "
+            "best point its map reaches (median)",
+            f"median optimizer gap {optimizer:.2%} [95% interval {o_low:.2%}, {o_high:.2%}]",
+            optimizer <= OPTIMIZER_GAP,
+            resolved=not (o_low <= OPTIMIZER_GAP < o_high),
+        ),
+    ]
 
 
 def _qcqp_parts(res) -> list:
@@ -521,7 +628,7 @@ def _qcqp_parts(res) -> list:
             feasible,
             resolved=feasible or res["authors_budget"],
         ),
-        _gap_part(label, res, extra),
+        *_split_parts(label, res, extra),
     ]
 
 
@@ -536,7 +643,7 @@ def _speed_parts(res) -> list:
         for k, r in baselines.items()
     )
     return [
-        _gap_part(label, res),
+        *_split_parts(label, res),
         check(
             f"{label}: Hom-PGD's time per instance is below every baseline that reaches a "
             "median gap <= 5%",

@@ -65,6 +65,7 @@ from jaxlab.nn._invertible import (
     MLPEncoder,
     QuadMixerEncoder,
     homeomorphism_loss,
+    invertibility_error,
     sample_latents,
     train_homeomorphism,
 )
@@ -168,6 +169,7 @@ __all__ = [
     "fixed_compute_steps",
     "hessian",
     "homeomorphism_loss",
+    "invertibility_error",
     "hvp",
     "language_model_loss",
     "latin_markov_language",

@@ -51,6 +51,7 @@ from jaxlab.solvers._bilevel_problems import (
     lower_level_solution,
 )
 from jaxlab.solvers._hom_pgd import (
+    GapSplit,
     HomPGD,
     HomPGDState,
     best_feasible_start,
@@ -58,6 +59,7 @@ from jaxlab.solvers._hom_pgd import (
     latent_starts,
     project_ball,
     select_penalty_weight,
+    split_gap,
 )
 from jaxlab.solvers._hom_pgd_problems import (
     STAR_OPTIMUM,
@@ -120,6 +122,7 @@ __all__ = [
     "LShaped",
     "LShapedState",
     # Hom-PGD+ (latent projected gradient through a homeomorphism)
+    "GapSplit",
     "HomPGD",
     "HomPGDState",
     "best_feasible_start",
@@ -127,6 +130,7 @@ __all__ = [
     "latent_starts",
     "project_ball",
     "select_penalty_weight",
+    "split_gap",
     # its problems (star toy, non-convex QCQPs) and baselines
     "STAR_OPTIMUM",
     "STAR_OPTIMUM_VALUE",

@@ -207,6 +207,12 @@ probes(
     raises("num_features", lambda: nn.sample_latents(_key(), 4, "2")),
 )
 probes(
+    "jaxlab.nn.invertibility_error",
+    raises("model", lambda: nn.invertibility_error(object(), jnp.zeros((2, 2))), TypeError),
+    raises("latents", lambda: nn.invertibility_error(_net(), jnp.zeros((2, 3)))),
+    raises("latents", lambda: nn.invertibility_error(_net(), jnp.zeros((2, 2), int)), TypeError),
+)
+probes(
     "jaxlab.nn.homeomorphism_loss",
     raises("latents", lambda: nn.homeomorphism_loss(_net(), jnp.zeros(2), None, _disk)),
     raises("latents", lambda: nn.homeomorphism_loss(_net(), jnp.zeros((2, 2), int), None, _disk)),
@@ -226,6 +232,8 @@ probes(
 probes(
     "jaxlab.nn.train_homeomorphism",
     raises("num_steps", lambda: _train_homeomorphism(num_steps=0)),
+    raises("snapshot_steps", lambda: _train_homeomorphism(snapshot_steps=(0,)), ValueError),
+    raises("snapshot_steps", lambda: _train_homeomorphism(snapshot_steps="5"), TypeError),
     raises("rng_key", lambda: _train_homeomorphism(rng_key=None)),
     raises("learning_rate", lambda: _train_homeomorphism(learning_rate="1e-3")),
     raises("learning_rate", lambda: _train_homeomorphism(learning_rate=NAN)),

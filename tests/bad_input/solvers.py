@@ -92,6 +92,7 @@ for _name, _reason in {
     "SolverStatus": "an IntEnum of status codes (Python's enum rejects unknown codes itself)",
     "OracleCount": "a count container built by the solvers (OracleCount.zeros().add(...))",
     "HomPGDState": "a state NamedTuple: built by HomPGD.init_state",
+    "GapSplit": "a result NamedTuple returned by split_gap",
     "BaselineRun": "a result NamedTuple returned by the baselines",
     "QCQPInstance": "a NamedTuple of arrays built by sample_qcqp; its users check it",
     "FABParams": "a NamedTuple of the variables (x, y, z); FAB.init_state checks it",
@@ -326,6 +327,11 @@ probes(
     raises("radius", lambda: S.project_ball(jnp.ones(2), NAN), ValueError),
     raises("z", lambda: S.project_ball(jnp.ones(2, jnp.int32)), TypeError),
     raises("z", lambda: S.project_ball(jnp.ones(())), ValueError),
+)
+probes(
+    _P + "split_gap",
+    raises("reachable", lambda: S.split_gap(-1.0, NAN, -1.0, -1.0), ValueError, "NaN"),
+    raises("hom_value", lambda: S.split_gap(NAN, -1.0, -1.0, -1.0), ValueError, "NaN"),
 )
 probes(
     _P + "select_penalty_weight",

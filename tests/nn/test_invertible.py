@@ -22,6 +22,7 @@ from jaxlab.nn import (
     MLPEncoder,
     QuadMixerEncoder,
     homeomorphism_loss,
+    invertibility_error,
     sample_latents,
     train_homeomorphism,
 )
@@ -330,3 +331,39 @@ def test_malformed_input_is_named_before_any_matmul():
         train_homeomorphism(net, disk, jnp.zeros((4, 2)), ema_decay=1.0, **common)
     with pytest.raises(ValueError, match="latents must be finite"):
         train_homeomorphism(net, disk, jnp.full((4, 2), jnp.nan), **common)
+
+
+def test_snapshots_do_not_change_the_trajectory():
+    """Cutting the jitted chunks at snapshot steps leaves the run unchanged; the snapshot at the
+    last step is the returned EMA model and an earlier one differs from it."""
+    net = InvertibleNet(2, num_layers=1, hidden=4, rngs=nnx.Rngs(0))
+    latents = sample_latents(jax.random.key(0), 256, 2)
+    disk = lambda x: jnp.sum(x**2, keepdims=True) - 4.0  # noqa: E731
+    common = dict(rng_key=jax.random.key(1), num_steps=30, batch_size=16, chunk_size=10)
+    plain = train_homeomorphism(net, disk, latents, **common)
+    cut = train_homeomorphism(net, disk, latents, snapshot_steps=(15, 30), **common)
+    np.testing.assert_allclose(plain.history["loss"], cut.history["loss"], rtol=1e-6)
+    assert sorted(cut.snapshots) == [15, 30] and plain.snapshots == {}
+    z = latents[:32]
+    np.testing.assert_allclose(cut.snapshots[30](z)[0], plain.model(z)[0], rtol=1e-5)
+    assert not np.allclose(cut.snapshots[15](z)[0], plain.model(z)[0])
+    with pytest.raises(ValueError, match="snapshot_steps"):
+        train_homeomorphism(net, disk, latents, snapshot_steps=(31,), **common)
+
+
+def test_invertibility_error_is_the_round_trip_error():
+    """Equals the round trip done one latent at a time (a second path: unbatched calls), and is
+    at float32 rounding for a fresh network."""
+    from jaxlab.solvers import qcqp_condition, qcqp_homeomorphism_net, sample_qcqp
+
+    net = qcqp_homeomorphism_net(2, encoder_hidden=4, hidden=4, rngs=nnx.Rngs(0))
+    z = 3.0 * sample_latents(jax.random.key(0), 4, 2)
+    condition = qcqp_condition(sample_qcqp(jax.random.key(1), 2, 3))
+    err = invertibility_error(net, z, condition)
+    one_by_one = [
+        float(jnp.max(jnp.abs(net.inverse(net(zi, condition)[0], condition) - zi))) for zi in z
+    ]
+    assert err.shape == (4,) and float(err.max()) < 1e-4
+    np.testing.assert_allclose(err, one_by_one, atol=1e-6)
+    with pytest.raises(ValueError, match="latents"):
+        invertibility_error(net, jnp.zeros((4, 3)), condition)

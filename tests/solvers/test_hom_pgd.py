@@ -17,6 +17,7 @@ from jaxlab.nn import InvertibleNet, sample_latents, train_homeomorphism
 from jaxlab.solvers import (
     STAR_OPTIMUM,
     STAR_OPTIMUM_VALUE,
+    GapSplit,
     HomPGD,
     HomPGDState,
     augmented_lagrangian,
@@ -38,6 +39,7 @@ from jaxlab.solvers import (
     select_penalty_weight,
     slsqp_multistart,
     slsqp_projection_pgd,
+    split_gap,
     star_constraint,
     star_hom_pgd,
     star_homeomorphism,
@@ -585,7 +587,11 @@ def test_qcqp_hom_pgd_takes_the_weights_as_an_argument():
     small = dict(encoder_hidden=4, hidden=4, num_layers=1)  # compile time dominates
     nets = [qcqp_homeomorphism_net(2, **small, rngs=nnx.Rngs(seed)) for seed in (0, 1)]
     solver = qcqp_hom_pgd(nets[0], maxiter=10)
-    assert (solver.repair, solver.projection, solver.bisection_steps) == ("bisection", "ball", 20)
+    # The authors' INN-PGD: unprojected steps, bisection repair; the paper's ball on request.
+    assert (solver.repair, solver.projection, solver.bisection_steps) == ("bisection", "none", 20)
+    assert qcqp_hom_pgd(nets[0], projection="ball").projection == "ball"
+    with pytest.raises(ValueError, match="projection"):
+        qcqp_hom_pgd(nets[0], projection="sphere")
     assert qcqp_hom_pgd(qcqp_homeomorphism_net(3, rngs=nnx.Rngs(0))).maxiter == 30  # 10 n
     traces = []
 
@@ -761,3 +767,52 @@ def test_problem_functions_name_the_mismatched_argument():
         star_objective(jnp.zeros(3))
     with pytest.raises(ValueError, match=r"y must be a point of the plane"):
         star_projection(jnp.zeros((2, 2)))
+
+
+# --------------------------------------------------------------------------------------------
+# The gap split: coverage of the map against the optimizer (issue 41).
+
+
+def test_split_gap_parts_add_up_and_match_hand_values():
+    """coverage + optimizer = gap to the best reference; values against a hand computation."""
+    hom = np.array([-0.9, -2.0, 1.0])
+    reach = np.array([-0.95, -2.1, 0.5])
+    local = np.array([-0.97, -2.0, 0.4])
+    multi = np.array([-1.0, -2.2, 0.5])
+    split = split_gap(hom, reach, local, multi)
+    assert isinstance(split, GapSplit)
+    reference = np.minimum(local, multi)  # [-1.0, -2.2, 0.4]
+    np.testing.assert_allclose(
+        split.coverage + split.optimizer, (hom - reference) / np.abs(reference)
+    )
+    np.testing.assert_allclose(split.coverage, [0.05, 0.1 / 2.2, 0.25])
+    np.testing.assert_allclose(split.optimizer, [0.05, 0.1 / 2.2, 1.25])
+    np.testing.assert_allclose(split.end_to_end_local, [0.07 / 0.97, 0.0, 1.5])
+    np.testing.assert_allclose(split.end_to_end_multistart, [0.1, 0.2 / 2.2, 1.0])
+    # No feasible point anywhere (inf) gives NaN gaps, never a silent number.
+    assert np.isnan(split_gap(np.inf, -1.0, -1.0, -1.0).coverage)
+    with pytest.raises(ValueError, match="reachable"):
+        split_gap(-1.0, np.nan, -1.0, -1.0)
+
+
+def test_reachable_value_finds_the_best_point_of_the_covered_set():
+    """Φ(z) = 0.9 z onto part of the unit disk K: the best point of Φ(𝔹) ∩ K for a linear f is
+    known in closed form (-0.9 c/||c||), and a map that overshoots K is cut back to K."""
+    c = jnp.array([1.0, 2.0])
+    disk = lambda x: jnp.sum(x**2, keepdims=True) - 1.0  # noqa: E731
+    latents = sample_latents(jax.random.key(0), 512, 2)
+    inner = HomPGD(lambda x: c @ x, lambda z: 0.9 * z, disk, maxiter=200, stepsize=0.05)
+    value, x = inner.reachable_value(latents)
+    assert float(value) == pytest.approx(-0.9 * float(jnp.linalg.norm(c)), abs=2e-3)
+    np.testing.assert_allclose(x, -0.9 * c / jnp.linalg.norm(c), atol=2e-2)
+    # Φ(𝔹) = disk of radius 1.5 ⊃ K: reachable = the best feasible point, min over K (-||c||).
+    outer = HomPGD(
+        lambda x: c @ x, lambda z: 1.5 * z, disk, repair="bisection", maxiter=200, stepsize=0.05
+    )
+    value, _ = outer.reachable_value(latents)
+    assert float(value) == pytest.approx(-float(jnp.linalg.norm(c)), abs=5e-3)
+    # A map entirely outside K reaches nothing.
+    far = HomPGD(lambda x: c @ x, lambda z: z + 3.0, disk)
+    assert float(far.reachable_value(latents)[0]) == np.inf
+    with pytest.raises(ValueError, match="num_refine"):
+        inner.reachable_value(latents, num_refine=0)
