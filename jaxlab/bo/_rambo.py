@@ -149,10 +149,12 @@ class RamboFitInfo(NamedTuple):
         ``burn_in`` in which rows ``a`` and ``b`` share a regime (1 on the diagonal of an
         observation, 0 in the rows and columns of masked rows).
       split_merge_accepted: ``(2,)`` accepted splits and accepted merges over the fit.
+      assignments: ``(num_sweeps, n)`` the regime slots after each sweep (the samples the
+        released code stores; slot ids are stable within a fit, not across fits).
 
     Examples:
-      >>> RamboFitInfo._fields
-      ('num_clusters', 'mean_clusters', 'nonfinite', 'co_occurrence', 'split_merge_accepted')
+      >>> RamboFitInfo._fields[3:]
+      ('co_occurrence', 'split_merge_accepted', 'assignments')
     """
 
     num_clusters: jax.Array
@@ -160,6 +162,7 @@ class RamboFitInfo(NamedTuple):
     nonfinite: jax.Array
     co_occurrence: jax.Array
     split_merge_accepted: jax.Array
+    assignments: jax.Array
 
 
 def _check_variant(variant):
@@ -875,11 +878,13 @@ def _fit_jit(rng_key, x, y, mask, alpha, map_steps, map_learning_rate, jitter, *
         z = state.assignments
         same = (z[:, None] == z[None, :]) & pair_mask
         co = co + jnp.where(s >= burn_in, same.astype(x.dtype), 0.0)
-        return (state, co, accepted), jnp.sum(state.active).astype(jnp.int32)
+        return (state, co, accepted), (jnp.sum(state.active).astype(jnp.int32), z)
 
     keys = jax.random.split(sweep_key, num_sweeps)
     init = (state, jnp.zeros((n, n), x.dtype), jnp.zeros(2, jnp.int32))
-    (state, co, accepted), clusters = jax.lax.scan(body, init, (jnp.arange(num_sweeps), keys))
+    (state, co, accepted), (clusters, samples) = jax.lax.scan(
+        body, init, (jnp.arange(num_sweeps), keys)
+    )
     mean_clusters = jnp.mean(clusters[burn_in:].astype(x.dtype))
     co = co / (num_sweeps - burn_in)
-    return state, RamboFitInfo(clusters, mean_clusters, state.nonfinite, co, accepted)
+    return state, RamboFitInfo(clusters, mean_clusters, state.nonfinite, co, accepted, samples)
