@@ -386,9 +386,9 @@ def test_co_occurrence_is_the_posterior_similarity_of_the_sweeps():
         n, sweeps, burn_in = x.shape[0], 6, 2
         kwargs = dict(max_clusters=6, alpha=2.0)
         key = jax.random.key(7)
+        moves = dict(split_merge_moves=1, restricted_scans=2, split_merge_proposal="prior")
         state, info = rambo_fit(key, x, y, mask, num_sweeps=sweeps, burn_in=burn_in,
-                                hyper_update_every=sweeps + 1, split_merge_moves=1,
-                                restricted_scans=2, split_merge_proposal="prior", **kwargs)  # fmt: skip
+                                hyper_update_every=sweeps + 1, **moves, **kwargs)  # fmt: skip
         init_key, sweep_key = jax.random.split(key)
         manual = rambo_init(init_key, x, y, mask, **kwargs)
         co = np.zeros((n, n))
