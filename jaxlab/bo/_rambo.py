@@ -785,7 +785,7 @@ def rambo_split_merge(
       >>> x = jnp.linspace(0.0, 1.0, 10)[:, None]
       >>> y = jnp.where(x[:, 0] < 0.5, 0.0, 3.0)
       >>> state = rambo_init(jax.random.key(0), x, y)
-      >>> state, info = rambo_split_merge(jax.random.key(1), state, x, y)
+      >>> state, info = rambo_split_merge(jax.random.key(1), state, x, y, proposal="prior")
       >>> int(state.active.sum()) in (1, 2), info.accepted.dtype
       (True, dtype('bool'))
     """
