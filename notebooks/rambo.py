@@ -196,8 +196,8 @@ plt.show()
 #
 # `rambo` runs RAMBO with the authors' likelihood (gating) and the textbook one (beside),
 # single-GP EI and random search on the two-regime function, Levy and Schwefel (2-D, 10 + 40
-# evaluations, 10 seeds in the quick profile, shrunk to 30 sweeps and 1024 candidates to stay
-# under 10 minutes). Each comparison is decided by the paired 95% interval over seeds of the
+# evaluations, 10 seeds in the quick profile, shrunk to 30 sweeps and 1024 candidates; still
+# well over 10 minutes on 2 cores). Each comparison is decided by the paired 95% interval over seeds of the
 # difference in log10 final regret: RAMBO below single-GP EI by 0.2 decades on the two-regime
 # function, at most 0.2 above it elsewhere, below random search everywhere. It takes minutes,
 # so the smoke profile shows its setup only.
