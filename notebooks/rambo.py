@@ -197,10 +197,10 @@ plt.show()
 # `rambo` runs RAMBO with the authors' likelihood (gating) and the textbook one (beside),
 # single-GP EI and random search on the two-regime function, Levy and Schwefel (2-D, 10 + 40
 # evaluations, 10 seeds in the quick profile, shrunk to 30 sweeps and 1024 candidates; still
-# well over 10 minutes on 2 cores). Each comparison is decided by the paired 95% interval over seeds of the
-# difference in log10 final regret: RAMBO below single-GP EI by 0.2 decades on the two-regime
-# function, at most 0.2 above it elsewhere, below random search everywhere. It takes minutes,
-# so the smoke profile shows its setup only.
+# well over 10 minutes on 2 cores). Each comparison is decided by the paired 95% interval over
+# seeds of the difference in log10 final regret: RAMBO below single-GP EI by 0.2 decades on the
+# two-regime function, at most 0.2 above it elsewhere, below random search everywhere. It takes
+# long, so the smoke profile shows its setup only.
 
 # %%
 experiment = get("rambo")
