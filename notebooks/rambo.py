@@ -211,3 +211,17 @@ if not SMOKE:
         print(part.status.upper(), part.claim, "\n    ", part.measured)
 else:
     print(experiment.make_config("quick"))
+
+# %% [markdown]
+# ## 6. Measured elsewhere (issue 38)
+#
+# * Split-merge invariance: chains started from exact posterior draws over the 52 partitions of
+#   5 points keep the exact posterior after one move (chi-square not rejected at p = 1e-3; the
+#   same samples reject α halved or doubled): `tests/bo/test_rambo.py`.
+# * Speed (`benchmarks/bench_rambo.py`, one run, loaded 2-core machine): at n = 20, 6-D, K = 8
+#   the jitted sweep takes 0.18 ms given its random numbers, 35.2x faster than the NumPy sweep
+#   given the same numbers (22.8x when it draws its own).
+# * The authors' code (`benchmarks/peers_rambo.py`, AnthonyZhangYan/RAMBO at 7c132cc, the same
+#   20 standardized points of 6-D Levy, their likelihood, 1,000 sweeps): occupied regimes
+#   4.71 ± 0.11 (theirs) vs 4.95 ± 0.07 (jaxlab), co-occurrence within Monte Carlo error (largest
+#   pairwise z 3.12 against a Bonferroni threshold of 4.04); 0.58 s a sweep against 4.5 ms.
