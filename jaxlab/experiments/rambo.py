@@ -18,7 +18,7 @@ Quick: 2-D problems, 10 initial points + 40 iterations, 10 seeds, constant ``α 
 refits every 5 sweeps; shrunk from the note's quick sizes: 30 sweeps / 10 burn-in (note:
 40 / 15) and 1024 Sobol candidates (note: 2048) refined from the best 5 by 25 Adam steps, no
 L-BFGS stage. Not yet under the issue's 10 minutes on 2 cores: one run at these sizes used
-more than 35 CPU-minutes (on a loaded machine); fewer seeds cannot be the remedy (the issue
+over 45 CPU-minutes unfinished (on a loaded machine); fewer seeds cannot be the remedy (the issue
 asks >= 10), so the sweeps, candidates or iterations must shrink further. Full: the paper's
 6-D and 10-D Levy and Schwefel (20 + 200 evaluations, 10 seeds, 1000 / 500 sweeps) with both
 concentration schedules (linear 0.5 → 5 and sqrtlog ``α₀ = 2``), 2048 candidates, 20 starts
