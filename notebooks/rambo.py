@@ -47,6 +47,7 @@ import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
+from sklearn.metrics import adjusted_rand_score
 
 from jaxlab.bo import (
     AcquisitionConfig,
@@ -96,24 +97,37 @@ for i in (0, 3, 7):
 # an independent one with lengthscale 0.5. Does the DP mixture find the two halves? The colour
 # is the regime each point ends in.
 #
-# An honest finding: mostly not. The CRP's partition prior charges a balanced two-way split of
-# 60 points about 37 nats, and the two halves' marginal likelihoods gain less than that over a
-# single GP with a short lengthscale, so the model's own posterior prefers one big regime (see
-# `tests/bo/test_rambo.py`). The sampler follows its model.
+# An honest finding: mostly not, for two different reasons. On most seeds the model's own
+# posterior prefers one regime: the CRP's partition prior charges a balanced two-way split of 60
+# points about 40 nats, more than the two halves' marginal likelihoods gain over one GP with a
+# short lengthscale (`tests/bo/test_rambo.py`). On seed 4 the model's log joint prefers the true
+# halves (by about 50 nats), yet single-site Gibbs still ends in one regime: moving one point
+# at a time, it cannot cross the valley between the two partitions. A split-merge move (Jain and
+# Neal's restricted Gibbs sampler, `rambo_split_merge`, `rambo_fit(..., split_merge_moves=k)`)
+# proposes a whole new partition of two regimes at once and accepts it by Metropolis-Hastings;
+# it leaves the posterior invariant (tested against the posterior enumerated over all 52
+# partitions of 5 points).
 
 # %%
-xd, yd, labels = sample_two_gp_regimes(jax.random.key(0), 60)
-sweeps = 10 if SMOKE else 100
-state, info = rambo_fit(jax.random.key(1), xd, yd, num_sweeps=sweeps, burn_in=sweeps // 2)
-fig, ax = plt.subplots(figsize=(7, 3))
-ax.scatter(xd[:, 0], yd, c=np.asarray(state.assignments), cmap="tab10", s=18)
-ax.axvline(0.5, color="grey", lw=0.5)
-ax.set_xlabel("x")
-ax.set_ylabel("y")
-ax.set_title(
-    f"regimes after {sweeps} sweeps (active: {int(state.active.sum())}; "
-    f"mean after burn-in {float(info.mean_clusters):.1f})"
-)
+xd, yd, labels = sample_two_gp_regimes(jax.random.key(4), 60)
+sweeps = 10 if SMOKE else 200
+# The smoke profile skips the fit with moves: the fitted proposal's MAP steps are slow to compile.
+settings = (0,) if SMOKE else (0, 5)
+fig, axes = plt.subplots(1, len(settings), figsize=(6 * len(settings), 3), squeeze=False)
+axes = axes[0]
+for ax, moves in zip(axes, settings, strict=True):
+    state, info = rambo_fit(
+        jax.random.key(104), xd, yd, num_sweeps=sweeps, burn_in=sweeps // 2,
+        split_merge_moves=moves,
+    )  # fmt: skip
+    ari = adjusted_rand_score(np.asarray(labels), np.asarray(state.assignments))
+    ax.scatter(xd[:, 0], yd, c=np.asarray(state.assignments), cmap="tab10", s=18)
+    ax.axvline(0.5, color="grey", lw=0.5)
+    ax.set_xlabel("x")
+    ax.set_title(
+        f"{moves} split-merge moves/sweep: {int(state.active.sum())} regimes, ARI {ari:.2f}"
+    )
+axes[0].set_ylabel("y")
 plt.show()
 
 # %% [markdown]
@@ -180,10 +194,13 @@ plt.show()
 # %% [markdown]
 # ## 5. The experiment
 #
-# `rambo` runs the three arms on the two-regime function, Levy and Schwefel (2-D, 10 + 40
-# evaluations, 3 seeds in the quick profile). The note's rule: RAMBO's mean log10 final regret
-# below single-GP EI's by 0.2 decades on the two-regime function and within 0.2 on the others.
-# It takes minutes, so the smoke profile shows its setup only.
+# `rambo` runs RAMBO with the authors' likelihood (gating) and the textbook one (beside),
+# single-GP EI and random search on the two-regime function, Levy and Schwefel (2-D, 10 + 40
+# evaluations, 10 seeds in the quick profile, shrunk to 30 sweeps and 1024 candidates; still
+# well over 10 minutes on 2 cores). Each comparison is decided by the paired 95% interval over
+# seeds of the difference in log10 final regret: RAMBO below single-GP EI by 0.2 decades on the
+# two-regime function, at most 0.2 above it elsewhere, below random search everywhere. It takes
+# long, so the smoke profile shows its setup only.
 
 # %%
 experiment = get("rambo")
@@ -194,3 +211,17 @@ if not SMOKE:
         print(part.status.upper(), part.claim, "\n    ", part.measured)
 else:
     print(experiment.make_config("quick"))
+
+# %% [markdown]
+# ## 6. Measured elsewhere (issue 38)
+#
+# * Split-merge invariance: chains started from exact posterior draws over the 52 partitions of
+#   5 points keep the exact posterior after one move (chi-square not rejected at p = 1e-3; the
+#   same samples reject α halved or doubled): `tests/bo/test_rambo.py`.
+# * Speed (`benchmarks/bench_rambo.py`, one run, loaded 2-core machine): at n = 20, 6-D, K = 8
+#   the jitted sweep takes 0.18 ms given its random numbers, 35.2x faster than the NumPy sweep
+#   given the same numbers (22.8x when it draws its own).
+# * The authors' code (`benchmarks/peers_rambo.py`, AnthonyZhangYan/RAMBO at 7c132cc, the same
+#   20 standardized points of 6-D Levy, their likelihood, 1,000 sweeps): occupied regimes
+#   4.71 ± 0.11 (theirs) vs 4.95 ± 0.07 (jaxlab), co-occurrence within Monte Carlo error (largest
+#   pairwise z 3.12 against a Bonferroni threshold of 4.04); 0.58 s a sweep against 4.5 ms.

@@ -43,6 +43,7 @@ __all__ = [
     "check_floating_tree",
     "check_in_range",
     "check_indices",
+    "check_instance",
     "check_int",
     "check_key",
     "check_last_axis",
@@ -546,6 +547,23 @@ def check_key(value: Any, name: str = "rng_key") -> None:
     if dtype == jnp.uint32 and tuple(np.shape(value))[-1:] == (2,):
         return
     raise TypeError(f"{name} must be a JAX PRNG key (jax.random.key(seed)), got {_describe(value)}")
+
+
+def check_instance(value: Any, cls: type, name: str, origin: str | None = None) -> None:
+    """``value`` is a ``cls`` (a state or posterior NamedTuple, a config dataclass).
+
+    Examples:
+      >>> from typing import NamedTuple
+      >>> class State(NamedTuple):
+      ...     count: int
+      >>> check_instance((1, 2), State, "state", "built by init")
+      Traceback (most recent call last):
+      ...
+      TypeError: state must be a State (built by init), got tuple
+    """
+    if not isinstance(value, cls):
+        where = f" ({origin})" if origin else ""
+        raise TypeError(f"{name} must be a {cls.__name__}{where}, got {type(value).__name__}")
 
 
 def check_traceable_int(

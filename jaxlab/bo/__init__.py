@@ -14,7 +14,9 @@ test point and split the uncertainty into intra-regime (``Σ w_k v_k``) and inte
   (type-II ML or MAP with optax L-BFGS or Adam), all on
   padded data with a row mask.
 * RAMBO: :func:`rambo_init`, :func:`rambo_sweep` (jitted, vmapped over regime slots, rank-one
-  leave-one-out updates), :func:`rambo_fit` (sweeps with periodic MAP refits),
+  leave-one-out updates), :func:`rambo_split_merge` (Jain and Neal's split-merge move),
+  :func:`rambo_fit` (sweeps, optional split-merge moves, periodic MAP refits; the posterior
+  similarity matrix),
   :func:`concentration_schedule` (constant, linear, sqrtlog), :func:`mixture_posterior`,
   :func:`mixture_predict`, :func:`spatial_gate`, :func:`mixture_moments`,
   :func:`mixture_expected_improvement` and :func:`mixture_ucb` (inferred, labelled so);
@@ -94,11 +96,15 @@ from jaxlab.bo._problems import (
 from jaxlab.bo._rambo import (
     RamboFitInfo,
     RamboState,
+    SplitMergeInfo,
+    SplitMergeRandomness,
     SweepInfo,
     SweepRandomness,
     rambo_fit,
     rambo_init,
+    rambo_split_merge,
     rambo_sweep,
+    split_merge_randomness,
     sweep_randomness,
 )
 from jaxlab.bo._reference import numpy_gibbs_sweep
@@ -127,6 +133,8 @@ __all__ = [
     "PRIORS",
     "RamboFitInfo",
     "RamboState",
+    "SplitMergeInfo",
+    "SplitMergeRandomness",
     "Standardization",
     "SweepInfo",
     "SweepRandomness",
@@ -135,7 +143,9 @@ __all__ = [
     "rambo_fit",
     "rambo_init",
     "rambo_log_prior",
+    "rambo_split_merge",
     "rambo_sweep",
+    "split_merge_randomness",
     "standardize",
     "sweep_randomness",
     "numpy_gibbs_sweep",

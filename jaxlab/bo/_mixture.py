@@ -155,6 +155,7 @@ def mixture_posterior(state: RamboState, x, y, mask=None, *, jitter=DEFAULT_JITT
       >>> pred.mean.shape, bool(jnp.allclose(pred.weights.sum(-1), 1.0))
       ((3,), True)
     """
+    validation.check_instance(state, RamboState, "state", "from rambo_fit or rambo_init")
     x, y, mask = _check_data(x, y, mask)
     xs, ys, stats = standardize(x, y, mask)
     num_slots = state.log_params.shape[0]
@@ -188,6 +189,12 @@ def mixture_predict(posterior: MixturePosterior, x_test) -> MixturePrediction:
       >>> bool(pred.variance[0] >= pred.intra[0] >= 0)
       True
     """
+    validation.check_instance(
+        posterior,
+        MixturePosterior,
+        "posterior",
+        "from mixture_posterior; a single GP's GPPosterior predicts with its .predict method",
+    )
     x_test = validation.check_array(x_test, "x_test", kind="floating", ndim=2)
     stats = posterior.stats
     validation.check_last_axis(x_test, stats.x_mean.shape[-1], "x_test", "the data's dimension")

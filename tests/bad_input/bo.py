@@ -45,6 +45,8 @@ for _name, _reason in {
     "Standardization": "a NamedTuple returned by standardize",
     "SweepInfo": "a NamedTuple returned by rambo_sweep",
     "SweepRandomness": "a NamedTuple built by sweep_randomness",
+    "SplitMergeRandomness": "a NamedTuple built by split_merge_randomness",
+    "SplitMergeInfo": "a NamedTuple returned by rambo_split_merge",
     "MixturePosterior": "a NamedTuple built by mixture_posterior, which validates",
     "MixturePrediction": "a NamedTuple returned by mixture_predict",
     "AcquisitionInfo": "a NamedTuple returned by maximize_acquisition",
@@ -144,7 +146,28 @@ probes(
     raises("y", lambda: B.standardize(_X, _Y.at[0].set(NAN))),
     raises("mask", lambda: B.standardize(_X, _Y, jnp.zeros(6, bool)), description="zero points"),
 )
-probes(_P + "sweep_randomness", raises("rng_key", lambda: B.sweep_randomness(None, 4)))
+probes(
+    _P + "sweep_randomness",
+    raises("rng_key", lambda: B.sweep_randomness(None, 4)),
+    raises("num_points", lambda: B.sweep_randomness(_key(), -1)),
+    raises("num_prior_draws", lambda: B.sweep_randomness(_key(), 4, 0)),
+)
+probes(
+    _P + "split_merge_randomness",
+    raises("rng_key", lambda: B.split_merge_randomness(None, 4)),
+    raises("num_points", lambda: B.split_merge_randomness(_key(), 0)),
+    raises("restricted_scans", lambda: B.split_merge_randomness(_key(), 4, -1)),
+)
+probes(
+    _P + "rambo_split_merge",
+    raises("state", lambda: B.rambo_split_merge(_key(), (1, 2), _X, _Y)),
+    raises("rng_key_or_randomness", lambda: B.rambo_split_merge(None, _state(), _X, _Y)),
+    raises("y", lambda: B.rambo_split_merge(_key(), _state(), _X, _Y.at[0].set(NAN))),
+    raises(
+        "restricted_scans",
+        lambda: B.rambo_split_merge(_key(), _state(), _X, _Y, restricted_scans=-1),
+    ),  # fmt: skip
+)
 probes(
     _P + "rambo_init",
     raises("alpha", lambda: B.rambo_init(_key(), _X, _Y, alpha=0.0)),
@@ -161,6 +184,7 @@ probes(
     raises("variant", lambda: B.rambo_sweep(_key(), _state(), _X, _Y, variant="paper")),
     raises("rng_key_or_randomness", lambda: B.rambo_sweep(None, _state(), _X, _Y)),
     raises("y", lambda: B.rambo_sweep(_key(), _state(), _X, _Y.at[0].set(NAN))),
+    raises("state", lambda: B.rambo_sweep(_key(), (1, 2), _X, _Y)),
 )
 probes(
     _P + "rambo_fit",
@@ -168,6 +192,8 @@ probes(
     raises("num_sweeps", lambda: B.rambo_fit(_key(), _X, _Y, num_sweeps=0)),
     raises("burn_in", lambda: B.rambo_fit(_key(), _X, _Y, num_sweeps=3, burn_in=3)),
     raises("hyper_update_every", lambda: B.rambo_fit(_key(), _X, _Y, hyper_update_every=0)),
+    raises("split_merge_moves", lambda: B.rambo_fit(_key(), _X, _Y, split_merge_moves=-1)),
+    raises("restricted_scans", lambda: B.rambo_fit(_key(), _X, _Y, restricted_scans=1.5)),
     raises("map_learning_rate", lambda: B.rambo_fit(_key(), _X, _Y, map_learning_rate=NAN)),
     raises(
         "mask",
@@ -229,6 +255,7 @@ probes(
     _P + "mixture_posterior",
     raises("y", lambda: B.mixture_posterior(_state(), _X, _Y.at[1].set(NAN))),
     raises("mask", lambda: B.mixture_posterior(_state(), _X, _Y, jnp.zeros(6, bool))),
+    raises("state", lambda: B.mixture_posterior((1, 2), _X, _Y)),
 )
 probes(
     _P + "mixture_predict",
@@ -240,6 +267,11 @@ probes(
         "x_test",
         lambda: B.mixture_predict(B.mixture_posterior(_state(), _X, _Y), "x"),
         description="type",
+    ),
+    raises(
+        "posterior",
+        lambda: B.mixture_predict(B.gp_posterior(_X, _Y, _GP), jnp.zeros((2, 1))),
+        description="a single GP's posterior",
     ),
 )
 probes(

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy.stats import chi2, multivariate_normal
 from sklearn.metrics import adjusted_rand_score
 
 from jaxlab.bo import (
@@ -28,9 +29,11 @@ from jaxlab.bo import (
     rambo_fit,
     rambo_init,
     rambo_log_prior,
+    rambo_split_merge,
     rambo_sweep,
     sample_two_gp_regimes,
     spatial_gate,
+    split_merge_randomness,
     standardize,
     sweep_randomness,
 )
@@ -243,10 +246,11 @@ def _log_joint(xs, ys, z, alpha=2.0):
 
 
 def test_two_gp_partition_the_models_log_joint_prefers_one_regime():
-    """Why the issue's recovery criterion (below) does not hold: on the issue's data the model's
-    own posterior score (CRP prior + MAP marginal likelihoods) ranks one regime above the true
-    two-half partition; the CRP's partition prior costs a balanced split ~37 nats here, more
-    than the likelihood gains."""
+    """Why the issue's recovery criterion (below) does not hold on every seed: on seed 0 the
+    model's own posterior score (CRP prior + MAP marginal likelihoods) ranks one regime above
+    the true two-half partition (the CRP charges a balanced split of 60 points about 40 nats,
+    more than the likelihood gains there). On seed 4 it is the other way round (see
+    :func:`test_split_merge_recovers_the_partition_the_model_prefers`)."""
     with jax.enable_x64(True):
         x, y, labels = sample_two_gp_regimes(jax.random.key(0), PARTITION_POINTS)
         mask = jnp.ones(PARTITION_POINTS, bool)
@@ -259,8 +263,9 @@ def test_two_gp_partition_the_models_log_joint_prefers_one_regime():
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="a faithful sampler does not recover the halves: the model's log joint prefers one "
-    "regime (ARI near 0 in every seed); see the test above",
+    reason="single-site Gibbs does not recover the halves (ARI near 0 in every seed): on most "
+    "seeds the model's log joint prefers one regime (see the test above); on seed 4, where it "
+    "prefers the halves, single-site moves cannot get there (the split-merge test below does)",
 )
 def test_two_gp_partition_recovery_issue_criterion():
     with jax.enable_x64(True):
@@ -271,3 +276,159 @@ def test_two_gp_partition_recovery_issue_criterion():
             state, _ = fit(jax.random.key(100 + seed), x, y)
             aris.append(adjusted_rand_score(np.asarray(labels), np.asarray(state.assignments)))
         assert sum(a >= MIN_ARI for a in aris) >= MIN_SEEDS, aris
+
+
+def _set_partitions(n):
+    """Every partition of ``range(n)`` as canonical labels (first occurrence numbered 0, 1, ...)."""
+
+    def grow(labels, k):
+        if len(labels) == n:
+            yield tuple(labels)
+            return
+        for c in range(k + 1):
+            yield from grow([*labels, c], max(k, c + 1))
+
+    return list(grow([], 0))
+
+
+def _canonical(z):
+    first = {}
+    return tuple(first.setdefault(int(v), len(first)) for v in z)
+
+
+def _exact_partition_posterior(xs, ys, theta, alpha, jitter=1e-6):
+    """``p(z | y) ∝ α^K Π_k (n_k - 1)! N(y_k; 0, σ_f² K(x_k) + (σ_n² + jitter) I)`` by
+    enumeration, in SciPy float64 (every regime at the same parameters ``theta``)."""
+    sf, ls, sn = theta
+    parts = _set_partitions(len(ys))
+    logs = []
+    for part in parts:
+        labels = np.array(part)
+        total = 0.0
+        for k in np.unique(labels):
+            idx = labels == k
+            d2 = (xs[idx, None] - xs[None, idx]) ** 2
+            cov = sf**2 * np.exp(-0.5 * d2 / ls**2) + (sn**2 + jitter) * np.eye(idx.sum())
+            total += math.log(alpha) + math.lgamma(idx.sum())
+            total += multivariate_normal(np.zeros(idx.sum()), cov).logpdf(ys[idx])
+        logs.append(total)
+    probs = np.exp(np.array(logs) - max(logs))
+    return parts, probs / probs.sum()
+
+
+def _chi_square_p_value(samples, parts, probs):
+    """Pearson's goodness of fit over the partitions (cells expecting < 5 pooled)."""
+    index = {p: i for i, p in enumerate(parts)}
+    observed = np.bincount([index[s] for s in samples], minlength=len(parts))
+    expected = probs * len(samples)
+    big = expected >= 5
+    o, e = observed[big], expected[big]
+    if (~big).any():
+        o, e = np.append(o, observed[~big].sum()), np.append(e, expected[~big].sum())
+    return chi2.sf(np.sum((o - e) ** 2 / e), len(o) - 1)
+
+
+# The invariance check: chains started from exact posterior draws, one split-merge move each;
+# an invariant kernel returns exact posterior draws again. 4000 chains on the 52 partitions of
+# 5 points; the fit is rejected below p = 1e-3, and the same samples must reject a posterior
+# with α halved or doubled (the check's power).
+INVARIANCE_CHAINS = 4000
+INVARIANCE_P = 1e-3
+
+
+def test_split_merge_leaves_the_partition_posterior_invariant():
+    with jax.enable_x64(True):
+        n, alpha = 5, 1.0
+        theta = np.array([1.0, 0.5, 0.2])
+        x = jnp.linspace(0.0, 1.0, n)[:, None]
+        y = jnp.array([0.0, 0.3, 1.6, 2.0, 0.1])
+        mask = jnp.ones(n, bool)
+        xs, ys, _ = standardize(x, y, mask)
+        parts, probs = _exact_partition_posterior(
+            np.asarray(xs[:, 0]), np.asarray(ys), theta, alpha
+        )
+        rng = np.random.default_rng(0)
+        start = np.array([parts[i] for i in rng.choice(len(parts), INVARIANCE_CHAINS, p=probs)])
+        log_theta = jnp.log(jnp.asarray(theta))
+
+        def move(z, key):
+            state = RamboState(
+                z,
+                jnp.zeros(n, jnp.int32).at[z].add(1) > 0,
+                jnp.tile(log_theta, (n, 1)),
+                jnp.asarray(alpha),
+                jnp.zeros([], jnp.int32),
+                jnp.zeros([], jnp.int32),
+            )
+            # Every new regime gets theta too: the conjugate case Jain and Neal's move targets.
+            rand = split_merge_randomness(key, n, restricted_scans=2)._replace(prior_draw=log_theta)
+            state, info = rambo_split_merge(rand, state, x, y, proposal="prior")
+            return state.assignments, info.accepted
+
+        keys = jax.random.split(jax.random.key(1), INVARIANCE_CHAINS)
+        z, accepted = jax.jit(jax.vmap(move))(jnp.asarray(start, jnp.int32), keys)
+        moved = [_canonical(a) for a in np.asarray(z)]
+        changed = np.mean([m != tuple(s) for m, s in zip(moved, start, strict=True)])
+        assert changed > 0.3 and float(np.mean(accepted)) > 0.3  # the kernel does move
+        assert _chi_square_p_value(moved, parts, probs) > INVARIANCE_P
+        for wrong_alpha in (0.5, 2.0):
+            _, wrong = _exact_partition_posterior(
+                np.asarray(xs[:, 0]), np.asarray(ys), theta, wrong_alpha
+            )
+            assert _chi_square_p_value(moved, parts, wrong) < INVARIANCE_P
+
+
+def test_co_occurrence_is_the_posterior_similarity_of_the_sweeps():
+    """The fit's co-occurrence equals the fraction of post-burn-in sweeps in which two rows
+    share a regime, recomputed from a manual loop of the public sweep and move (same keys)."""
+    with jax.enable_x64(True):
+        x, y, mask = _padded_data()
+        n, sweeps, burn_in = x.shape[0], 6, 2
+        kwargs = dict(max_clusters=6, alpha=2.0)
+        key = jax.random.key(7)
+        moves = dict(split_merge_moves=1, restricted_scans=2, split_merge_proposal="prior")
+        state, info = rambo_fit(key, x, y, mask, num_sweeps=sweeps, burn_in=burn_in,
+                                hyper_update_every=sweeps + 1, **moves, **kwargs)  # fmt: skip
+        init_key, sweep_key = jax.random.split(key)
+        manual = rambo_init(init_key, x, y, mask, **kwargs)
+        co = np.zeros((n, n))
+        for s, k in enumerate(jax.random.split(sweep_key, sweeps)):
+            manual, _ = rambo_sweep(k, manual, x, y, mask)
+            _, sub = jax.random.split(jax.random.fold_in(k, 1))
+            rand = split_merge_randomness(sub, n, 2)
+            manual, _ = rambo_split_merge(rand, manual, x, y, mask, proposal="prior")
+            z, m = np.asarray(manual.assignments), np.asarray(mask)
+            if s >= burn_in:
+                co += (z[:, None] == z[None, :]) & m[:, None] & m[None, :]
+        np.testing.assert_array_equal(state.assignments, manual.assignments)
+        got = np.asarray(info.co_occurrence)
+        np.testing.assert_allclose(got, co / (sweeps - burn_in), atol=1e-12)
+        np.testing.assert_array_equal(got, got.T)
+        np.testing.assert_array_equal(np.diag(got), np.asarray(mask, float))
+        assert np.all((got >= 0) & (got <= 1))
+
+
+# The seed of the issue's partition-recovery data on which the model's log joint prefers the
+# true halves (the issue: by 51.5 nats), and the split-merge moves per sweep used there.
+PREFERRED_SPLIT_SEED = 4
+SPLIT_MERGE_MOVES = 5
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=False,
+    reason="not yet seen to pass: with prior-drawn new-regime parameters the move ended at ARI "
+    "0.0 on this seed; the run with the fitted proposal (the default) did not finish on the "
+    "loaded machine (issue 38); remove this mark once it is seen to pass",
+)
+def test_split_merge_recovers_the_partition_the_model_prefers():
+    with jax.enable_x64(True):
+        x, y, labels = sample_two_gp_regimes(jax.random.key(PREFERRED_SPLIT_SEED), PARTITION_POINTS)
+        xs, ys, _ = standardize(x, y, jnp.ones(PARTITION_POINTS, bool))
+        truth = _log_joint(xs, ys, np.asarray(labels))
+        assert truth > _log_joint(xs, ys, np.zeros(PARTITION_POINTS, int)) + 5.0  # the premise
+        state, info = rambo_fit(jax.random.key(100 + PREFERRED_SPLIT_SEED), x, y,
+                                num_sweeps=PARTITION_SWEEPS, burn_in=100,
+                                split_merge_moves=SPLIT_MERGE_MOVES)  # fmt: skip
+        ari = adjusted_rand_score(np.asarray(labels), np.asarray(state.assignments))
+        assert ari >= MIN_ARI, (ari, info.split_merge_accepted)
