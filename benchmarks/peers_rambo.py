@@ -45,6 +45,8 @@ import time
 
 import numpy as np
 
+from benchmarks._peers import torch_python_problem
+
 HERE = pathlib.Path(__file__).resolve().parent
 PEER_ENV, TORCH_ENV = "JAXLAB_RAMBO_PEER", "JAXLAB_TORCH_PYTHON"
 PEER_COMMIT = "7c132cceb377c1ed79427fae14a7345dda2696cc"  # AnthonyZhangYan/RAMBO, 2026-07-10
@@ -55,20 +57,13 @@ PAIR_LEVEL = 0.01  # co-occurrence: two-sided level of the family of pairwise co
 
 def check_peer(environ=os.environ) -> str | None:
     """A message saying what is missing, or None when the peer can run."""
-    peer, python = environ.get(PEER_ENV), environ.get(TORCH_ENV)
+    peer = environ.get(PEER_ENV)
     if not peer or not (pathlib.Path(peer) / "models" / "rambo.py").is_file():
         return (
             f"{PEER_ENV} must name a checkout of AnthonyZhangYan/RAMBO (holding models/rambo.py; "
             f"commit {PEER_COMMIT[:10]} was used), outside this repository; got {peer!r}"
         )
-    if not python or not pathlib.Path(python).is_file():
-        return f"{TORCH_ENV} must name a Python interpreter with torch installed; got {python!r}"
-    probe = subprocess.run(
-        [python, "-c", "import torch, tqdm, scipy"], capture_output=True, text=True
-    )
-    if probe.returncode != 0:
-        return f"{TORCH_ENV}={python} cannot import torch/tqdm/scipy: {probe.stderr.strip()[-200:]}"
-    return None
+    return torch_python_problem(environ, TORCH_ENV, ("torch", "tqdm", "scipy"))
 
 
 def _data(seed):

@@ -43,6 +43,8 @@ import time
 
 import numpy as np
 
+from benchmarks._peers import torch_python_problem
+
 PEER_ENV, TORCH_ENV = "JAXLAB_STLA_PEER", "JAXLAB_TORCH_PYTHON"
 PEER_FILES = ("aespa.py", "quant_utils.py", "quantizer.py")
 # The issue: jaxlab's STLA reconstruction error within 2 % of the authors' at their defaults.
@@ -56,7 +58,7 @@ DAMP, DEAD_VALUE = 0.01, 1.0 / 2048.0
 
 def check_peer(environ=os.environ) -> str | None:
     """A message saying what is missing, or None when the peer can run."""
-    peer, python = environ.get(PEER_ENV), environ.get(TORCH_ENV)
+    peer = environ.get(PEER_ENV)
     missing = [f for f in PEER_FILES if not peer or not (pathlib.Path(peer) / f).is_file()]
     if missing:
         return (
@@ -64,12 +66,7 @@ def check_peer(environ=os.environ) -> str | None:
             "code from AI2C-Lab/STLA and SamsungLabs/aespa, assembled outside this repository); "
             f"got {peer!r}, missing {', '.join(missing)}"
         )
-    if not python or not pathlib.Path(python).is_file():
-        return f"{TORCH_ENV} must name a Python interpreter with torch installed; got {python!r}"
-    probe = subprocess.run([python, "-c", "import torch"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"{TORCH_ENV}={python} cannot import torch: {probe.stderr.strip()[-200:]}"
-    return None
+    return torch_python_problem(environ, TORCH_ENV)
 
 
 def relative_error(w: np.ndarray, q: np.ndarray, h: np.ndarray) -> float:
