@@ -54,6 +54,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from jaxlab._src import validation
@@ -225,13 +226,16 @@ def _check_problem(P, q, A, lower, upper):
         if bound.shape != (m,):
             raise ValueError(f"{name} must have shape (m,) = ({m},) to match A, got {bound.shape}")
     if validation.is_concrete(lower) and validation.is_concrete(upper):
-        if bool(jnp.any(lower > upper)):
-            bad = int(jnp.argmax(lower > upper))
+        # On the host in NumPy: jnp operations would be traced when ``run`` is itself traced
+        # with these arrays closed over (``jax.eval_shape``, ``jax.jit`` of a lambda).
+        lo, up = np.asarray(lower), np.asarray(upper)
+        if np.any(lo > up):
+            bad = int(np.argmax(lo > up))
             raise ValueError(
-                f"lower must be <= upper in every row, got lower[{bad}] = {float(lower[bad])} > "
-                f"upper[{bad}] = {float(upper[bad])}"
+                f"lower must be <= upper in every row, got lower[{bad}] = {float(lo[bad])} > "
+                f"upper[{bad}] = {float(up[bad])}"
             )
-        if bool(jnp.any(jnp.isnan(lower) | jnp.isnan(upper))):
+        if np.any(np.isnan(lo) | np.isnan(up)):
             raise ValueError("lower and upper must not contain NaN (use ±inf for no bound)")
     dtype = jnp.result_type(P, q, A, lower, upper)
     return tuple(jnp.asarray(v, dtype) for v in (P, q, A, lower, upper))
