@@ -59,7 +59,7 @@ OPTIMIZER_GAP = 0.01
 REACH_REFINE = 8  # Hom-PGD refinements of the best feasible latent samples (reachable value)
 BOOTSTRAP_RESAMPLES = 2000  # for the 95% interval of each median over instances
 GOAL_SPEEDUP = 5.0  # the issue's goal on the star toy (reported): >= 5x faster than exact PGD
-STOP_TOL = 1e-5  # the code's |Δf| stopping tolerance
+STOP_TOL = 1e-5  # feasibility tolerance; the reference PGD's |Δf| stop (Hom-PGD runs every step)
 # The authors' training (scripts/inn_pgd/_configs.py, run_qcqp_inn_toy.py): 10,000 steps, batch
 # 256 for the 2-D toy and 64 for the sweep, width 64, w_pen 10. A size trained with less cannot
 # fail a quality part, only leave it unresolved: it did not run the paper's setting.
