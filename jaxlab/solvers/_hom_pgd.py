@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 _PROJECTIONS = ("ball", "box", "none")
-_REPAIRS = ("none", "bisection")
+_REPAIRS = ("none", "bisection", "radial")
 _STOPPING = ("gradient_mapping", "objective_change", "none")
 
 
@@ -225,7 +225,15 @@ class HomPGD(IterativeSolver):
     With ``repair="bisection"`` (the public code's rule) an infeasible z_{k+1} (violation of
     ``constraint_fn`` above ``feasibility_tol``) is pulled back by :func:`bisection_repair`
     toward z_k when z_k is feasible; with no feasible anchor the less violated of z_k, z_{k+1}
-    is kept. ``optimality_fun`` is the latent gradient mapping
+    is kept. ``repair="radial"`` is the authors' QCQP rule (``homeo_bisection`` in
+    emliang/Homeomorphic-Optimization): an infeasible z_{k+1} is shrunk toward the latent
+    centre, to ``α z_{k+1}`` with α found by bisection on [0, 1] (so the step keeps its
+    component along the boundary and the iterate can slide along it, where the last-iterate
+    anchor stalls once the step points out of K). One deviation: α is the feasible end of the
+    final bracket, where the code takes its midpoint, which can be violated by more than
+    ``feasibility_tol`` (so its end points can fail the feasibility test).
+
+    ``optimality_fun`` is the latent gradient mapping
     ``G(z) = (z - P(z - η₀ ∇_z f(Φ(z)))) / η₀`` (η₀ = ``stepsize``), zero exactly at the
     stationary points of z -> f(Φ(z)) over the latent domain. Stationarity in z is not
     stationarity in x where Φ flattens regions.
@@ -247,7 +255,8 @@ class HomPGD(IterativeSolver):
       stepsize: initial step η₀ > 0.
       adaptive_decay: factor in (0, 1] applied to η when the objective increased (1: fixed).
       min_stepsize: floor of η, in [0, stepsize].
-      repair: ``"none"`` (paper) or ``"bisection"`` (code; needs ``constraint_fn``).
+      repair: ``"none"`` (paper), ``"bisection"`` (toward the last iterate) or ``"radial"``
+        (toward the latent centre: the authors' QCQP code); both need ``constraint_fn``.
       projection: latent domain: ``"ball"`` (paper, n <= 2 latents), ``"box"`` ([-1, 1]^n, the
         code's latent cube for n > 2) or ``"none"`` (the code's unprojected step).
       stopping: ``"gradient_mapping"`` (default), ``"objective_change"`` (the star toy's
@@ -321,8 +330,8 @@ class HomPGD(IterativeSolver):
             raise ValueError(f"projection must be one of {_PROJECTIONS}, got {self.projection!r}")
         if self.stopping not in _STOPPING:
             raise ValueError(f"stopping must be one of {_STOPPING}, got {self.stopping!r}")
-        if self.constraint_fn is None and self.repair == "bisection":
-            raise ValueError('repair="bisection" needs a constraint_fn')
+        if self.constraint_fn is None and self.repair != "none":
+            raise ValueError(f"repair={self.repair!r} needs a constraint_fn")
         if self.constraint_fn is None and self.stopping == "objective_change":
             raise ValueError('stopping="objective_change" needs a constraint_fn (feasibility)')
         check_positive_int(self.bisection_steps, "bisection_steps")
@@ -388,6 +397,19 @@ class HomPGD(IterativeSolver):
             return self._violation(self.homeomorphism(point, *args), args)
 
         candidate_violation = violation_at(candidate)
+        if self.repair == "radial":  # the authors' homeo_bisection: shrink toward z = 0
+
+            def shrink():
+                alpha = _bisect(
+                    jnp.zeros_like(candidate),
+                    candidate,
+                    lambda p: violation_at(p) <= ftol,
+                    self.bisection_steps,
+                    self.bisection_tol,
+                )
+                return alpha * candidate  # the feasible end (the code: the bracket's midpoint)
+
+            return jax.lax.cond(candidate_violation > ftol, shrink, lambda: candidate)
         anchor_ok = state.violation <= ftol
         candidate_ok = candidate_violation <= ftol
 
@@ -414,7 +436,7 @@ class HomPGD(IterativeSolver):
         """One latent projected-gradient step (with repair and adaptive step)."""
         z = self._check_params(params)
         candidate = self._project(z - state.stepsize * state.latent_grad)
-        if self.repair == "bisection":
+        if self.repair != "none":
             candidate = self._repair(z, candidate, state, args)
         value, grad, violation = self._evaluate(candidate, args)
         increased = value > state.value

@@ -588,7 +588,7 @@ def test_qcqp_hom_pgd_takes_the_weights_as_an_argument():
     nets = [qcqp_homeomorphism_net(2, **small, rngs=nnx.Rngs(seed)) for seed in (0, 1)]
     solver = qcqp_hom_pgd(nets[0], maxiter=10)
     # The authors' INN-PGD: unprojected steps, bisection repair; the paper's ball on request.
-    assert (solver.repair, solver.projection, solver.bisection_steps) == ("bisection", "none", 20)
+    assert (solver.repair, solver.projection, solver.bisection_steps) == ("radial", "none", 20)
     assert qcqp_hom_pgd(nets[0], projection="ball").projection == "ball"
     with pytest.raises(ValueError, match="projection"):
         qcqp_hom_pgd(nets[0], projection="sphere")
