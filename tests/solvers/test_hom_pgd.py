@@ -593,6 +593,10 @@ def test_qcqp_hom_pgd_takes_the_weights_as_an_argument():
     assert qcqp_hom_pgd(nets[0], projection="ball").projection == "ball"
     with pytest.raises(ValueError, match="projection"):
         qcqp_hom_pgd(nets[0], projection="sphere")
+    assert qcqp_hom_pgd(nets[0]).stopping == "none"  # the authors' loop: every step runs
+    for bad in (dict(repair="none"), dict(stopping="never")):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            qcqp_hom_pgd(nets[0], **bad)
     assert qcqp_hom_pgd(qcqp_homeomorphism_net(3, rngs=nnx.Rngs(0))).maxiter == 30  # 10 n
     traces = []
 
