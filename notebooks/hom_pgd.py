@@ -533,5 +533,5 @@ for name, gaps in split._asdict().items():
 # per instance rose with the full 500 iterations (22.7 ms at n = 2; 4.2 ms at n = 10, m = 10,
 # 9.6x faster than multi-start SLSQP). The half-budget coverage of that run is not quoted: it
 # counted the full network's end point as reachable through the half-budget snapshot (fixed in
-# commit 7861cbf), which can only lower it, so the two coverage passes stand until a rerun
-# confirms that coverage no longer falls between 5,000 and 10,000 steps.
+# commit 7861cbf), which can only lower it, so the two coverage passes are provisional until a
+# rerun confirms that coverage no longer falls between 5,000 and 10,000 steps.
