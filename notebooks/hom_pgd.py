@@ -519,19 +519,20 @@ for name, gaps in split._asdict().items():
 # nothing, and the $|\Delta f| \le 10^{-5}$ rule then fired (the authors' INN-PGD shrinks
 # radially toward the centre and has no such stop).
 #
-# With the authors' rule (commit 6361b34: radial repair keeping the bracket's feasible end, all
-# iterations; 17.5 min on the shared 2-core CPU; verdict **fail**, from the last row):
+# With the authors' rule (since commit 6361b34: radial repair keeping the bracket's feasible end,
+# all iterations), the quick profile at commit 7861cbf (16.8 min on the shared 2-core CPU;
+# verdict **fail**, from the last row):
 #
-# | n, m | steps | end to end | coverage | optimizer | parts |
+# | n, m | steps | end to end | coverage (half budget) | optimizer | parts |
 # |---|---|---|---|---|---|
-# | 2, 3 | 10,000 | 5.3% | 4.9% [0.8, 10.9] | 0.00% [0.00, 0.08] | pass, pass |
-# | 10, 10 | 10,000 | 3.0% | 2.8% [2.2, 3.2] | 0.00% [0.00, 0.15] | pass, pass |
-# | 10, 100 | 500 | 41.0% | 24.6% [11.4, 39.4] | 12.7% [1.8, 26.2] | unresolved, fail |
+# | 2, 3 | 10,000 | 5.3% | 4.9% [0.8, 10.9] (4.5%) | 0.00% [0.00, 0.08] | pass, pass |
+# | 10, 10 | 10,000 | 3.0% | 2.8% [2.2, 3.2] (3.0%) | 0.00% [0.00, 0.15] | pass, pass |
+# | 10, 100 | 500 | 41.0% | 24.6% [11.4, 39.4] (63.1%) | 12.7% [1.8, 26.2] | unresolved, fail |
 #
-# Every end point is feasible, and Hom-PGD now ends at the best point it can reach through the
-# map at the authors' budget; what is left there is coverage (under 5% at both sizes). Its time
-# per instance rose with the full 500 iterations (22.7 ms at n = 2; 4.2 ms at n = 10, m = 10,
-# 9.6x faster than multi-start SLSQP). The half-budget coverage of that run is not quoted: it
-# counted the full network's end point as reachable through the half-budget snapshot (fixed in
-# commit 7861cbf), which can only lower it, so the two coverage passes are provisional until a
-# rerun confirms that coverage no longer falls between 5,000 and 10,000 steps.
+# Every end point is feasible, and at the authors' budget Hom-PGD now ends at the best point it
+# can reach through the map; what is left there is coverage (under 5% at both sizes, no longer
+# falling from 5,000 to 10,000 steps). Its time per instance rose with the full 500 iterations
+# (22.7 ms at n = 2); at n = 10, m = 10 it takes 4.0 ms, 14x less than multi-start SLSQP
+# (56.9 ms). A run at commit 6361b34 gave the same full-budget numbers; its half-budget
+# coverage counted the full network's end point as reachable through the half-budget snapshot
+# (fixed in 7861cbf).

@@ -113,7 +113,7 @@ def test_quick_profile_star_toy_feasibility_and_speed_pass(quick_result):
 
 @pytest.mark.slow
 @pytest.mark.xfail(
-    reason="measured at quick (commit 6361b34, the authors' radial repair and full iteration "
+    reason="measured at quick (commit 7861cbf, the authors' radial repair and full iteration "
     "budget): (b) n=2 m=3 coverage 4.9% and optimizer 0.00% (pass), (c) n=10 m=10 coverage "
     "2.8% and optimizer 0.00% (pass); n=10 m=100 after 500 of 10,000 training steps coverage "
     "24.6% (unresolved), optimizer 12.7% (fail)",
