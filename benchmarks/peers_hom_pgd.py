@@ -2,17 +2,18 @@
 
 Is the QCQP gap jaxlab's or the method's? Both implementations train their conditional INN at
 the same budget (the authors' settings: w_pen 10, width 64, batch 256 at n = 2 and 64 above,
-AdamW 1e-3 ×0.99 every 100 steps, EMA 0.99) and run their INN-PGD from the latent centre
-(η₀ 0.1, ×0.999 on increase, bisection repair, no latent projection; 500 iterations at n = 2,
-10 n above) on the same instances, drawn by ``jaxlab.solvers.sample_qcqp_batch`` and exported
-to the authors' side. For each side and size it reports four medians over instances: the
-coverage gap (best feasible point reachable through the learned map, against the best
-reference), the optimizer gap (Hom-PGD's end point against that reachable point), and the
-end-to-end gaps against a local SLSQP solve from x = 0 and the best of 20 SLSQP starts; plus
-the INN's invertibility error, ε_inn, the share of feasible end points and the training time.
-"Reachable" is measured the same way on both sides: the best feasible f(Φ(z)) over a dense
-latent sample, then each side's own INN-PGD (twice the iterations) from its 8 best feasible
-points. jaxlab's side also reports its gaps with the paper's latent projection (same network).
+AdamW 1e-3 ×0.99 every 100 steps, EMA 0.99) and run their INN-PGD from the latent centre (η₀
+0.1, ×0.999 on increase, radial bisection repair toward z = 0, no latent projection, no early
+stop; 500 iterations at n = 2, 10 n above) on the same instances, drawn by
+``jaxlab.solvers.sample_qcqp_batch`` and exported to the authors' side. For each side and size
+it reports four medians over instances: the coverage gap (best feasible point reachable through
+the learned map, against the best reference), the optimizer gap (Hom-PGD's end point against
+that reachable point), and the end-to-end gaps against a local SLSQP solve from x = 0 and the
+best of 20 SLSQP starts; plus the INN's invertibility error, ε_inn, the share of feasible end
+points and the training time. "Reachable" is measured the same way on both sides: the best
+feasible f(Φ(z)) over a dense latent sample, then each side's own INN-PGD (twice the
+iterations) from its 8 best feasible points. jaxlab's side also reports its gaps with the
+paper's latent projection (same network).
 
 The authors' code is not in this repository: assemble ``homopt_peer.py`` (their INN, flows,
 training loss, INN-PGD and QCQP family, transcribed from emliang/Homeomorphic-Optimization)
@@ -26,8 +27,9 @@ Reading the numbers: a median is over the instances whose end point is feasible 
 the midpoint of its last bracket (it can be slightly infeasible) and, in a batch, shares one
 adaptive step and bisects every row when any row is infeasible; their side's refinement of the
 reachable value runs as one batch of the 8 starts, so it can miss points their own centre run
-reaches (a negative optimizer gap). Counting each side's own Hom-PGD end point as reachable
-(``min(reachable, end value)``) removes that artefact; this file reports the raw split.
+reaches. ``split_gap`` counts each side's own (feasible) Hom-PGD end point as reachable
+(``min(reachable, end value)``), so the optimizer gap is never negative (splits recorded
+before that change could be).
 
 Run: ``python -m benchmarks.peers_hom_pgd [--steps 2000] [--instances 10] [--out DIR]``.
 """

@@ -291,8 +291,9 @@ qmodel = trained_net(n, m, config.train_steps, config.batch_size, config.encoder
 # The authors run **one start per instance**, from the latent centre $z = 0$, batched over the
 # test instances, and compare with a local solver (IPOPT) started at $x = 0$; here scipy's SLSQP
 # from $x = 0$ (`slsqp_local_solve`) is that reference. `qcqp_hom_pgd` is Hom-PGD with the
-# public code's QCQP settings (plain latent steps with bisection repair toward the last
-# feasible iterate and no latent projection, as the authors' INN-PGD does; $\eta_0 = 0.1$;
+# public code's QCQP settings (plain latent steps, no latent projection, an infeasible step
+# shrunk by bisection radially toward the latent centre (`repair="radial"`), and no early stop:
+# all 500 iterations run (`stopping="none"`), as the authors' INN-PGD does; $\eta_0 = 0.1$;
 # `projection="ball"` gives the paper's rule); the network's weights are an argument, so one
 # compiled solve serves any network of this architecture.
 
@@ -419,16 +420,16 @@ for name, (values, seconds) in table.items():
 # | 10, 100 | 500 | 53.6%, 15.1 ms (100%) | 0%, 125.6 ms | 42%, 42.8 / 39.6 ms | 0%, 6.5 ms |
 # | 10, 100 (GPU) | 10,000 | 19.7%, 6.3 ms (70%) | 0%, 117.0 ms | 42%, 4.6 / 4.6 ms | 0%, 5.9 ms |
 #
-# On the CPU every Hom-PGD end point is feasible; at the authors' budget on n = 10, m = 100, 30% of
-# end points are not (the repair bisects towards the last feasible iterate; a start whose image
-# $\Phi(0)$ lies outside $K$ has none). At n = 10, batched over instances, Hom-PGD takes 8-19x less
-# time per instance than multi-start SLSQP, the only baseline that reaches a 5% gap (the penalty
-# method and augmented Lagrangian with the authors' rate 1e-3 do not converge in 10 n rounds). But
-# its single-start gaps are 15-20% where the paper's tables show 1-5%, and one local SLSQP solve
-# from $x = 0$ takes about as long as Hom-PGD's batched run per instance (10x less at n = 2, where
-# one slow instance keeps the whole batch running for 500 iterations). The best of 20 latent starts
-# barely helps at n = 2 (17.0% against the best of 20 SLSQP starts): the end points are limited by
-# the part of $K$ that $\Phi(\mathbb{B})$ covers, as the figure above shows.
+# On the CPU every Hom-PGD end point is feasible; at the authors' budget on n = 10, m = 100, 30%
+# of end points are not (the repair then bisected towards the last feasible iterate; a start whose
+# image $\Phi(0)$ lies outside $K$ has none). At n = 10, batched over instances, Hom-PGD takes
+# 8-19x less time per instance than multi-start SLSQP, the only baseline that reaches a 5% gap
+# (the penalty method and augmented Lagrangian with the authors' rate 1e-3 do not converge in 10 n
+# rounds). But its single-start gaps are 15-20% where the paper's tables show 1-5%, and one local
+# SLSQP solve from $x = 0$ takes about as long as Hom-PGD's batched run per instance (10x less at
+# n = 2, where one slow instance keeps the whole batch running for 500 iterations). The best of 20
+# latent starts barely helps at n = 2 (17.0% against the best of 20 SLSQP starts): the end points
+# are limited by the part of $K$ that $\Phi(\mathbb{B})$ covers, as the figure above shows.
 # See `results/hom-pgd/result.json` and its figures.
 
 # %% [markdown]
@@ -491,13 +492,17 @@ for name, gaps in split._asdict().items():
 # directions at the two sizes, on few feasible instances. Differences found in the code: (1) the
 # authors' bisection shrinks the step radially toward the latent centre and returns the midpoint
 # of its last bracket, which can be infeasible (their 30% and 60% infeasible end points); jaxlab
-# bisects toward the last feasible iterate and keeps the feasible end; (2) their INN-PGD runs all
-# its iterations, jaxlab's `qcqp_hom_pgd` stops at $|\Delta f| \le 10^{-5}$, which a repaired step
-# cut short by the bisection can trigger early (a likely source of jaxlab's 5% optimizer gap at
-# n = 2); (3) their MADE modulates only its first hidden layer by the condition
-# ($w \odot h + b$), jaxlab both hidden layers ($(1 + w) \odot h + b$). None was adopted in this
-# round (no time to test them); the paper's latent projection, in contrast, was tested and makes
-# the gaps much larger, so `qcqp_hom_pgd` follows the authors' code (`projection="none"`).
+# then bisected toward the last feasible iterate; (2) their INN-PGD runs all its iterations,
+# jaxlab's `qcqp_hom_pgd` then stopped at $|\Delta f| \le 10^{-5}$; (3) their MADE modulates
+# only its first hidden layer by the condition ($w \odot h + b$), jaxlab both hidden layers
+# ($(1 + w) \odot h + b$). The jaxlab rows above were measured before (1) and (2) were adopted;
+# since commit 6361b34 `qcqp_hom_pgd` uses the authors' radial repair (keeping the feasible end
+# of the bracket, not its midpoint) and runs every iteration. Both were needed: with the
+# last-iterate anchor, a step that points out of $K$ is cut to nothing, so the iterate stalls on
+# the boundary and running longer changes nothing (a 2-D example is in the tests); the radial
+# shrink keeps the step's part along the boundary. (3) is not adopted. The paper's latent
+# projection was tested and makes the gaps much larger, so `qcqp_hom_pgd` follows the authors'
+# code (`projection="none"`).
 #
 # What the registered experiment measured with the split (quick profile, commit 2358744, 24 min
 # on a shared 2-core CPU; verdict **fail**; medians over 20 instances with 95% bootstrap
@@ -509,7 +514,25 @@ for name, gaps in split._asdict().items():
 # | 10, 10 | 10,000 | 6.7% | 6.7% [4.8, 9.8] (7.0%) | 0.2% [-1.9, 3.5] | fail, unresolved |
 # | 10, 100 | 500 | 40.3% | 19.4% [12.6, 27.6] (60.2%) | 15.7% [7.8, 29.7] | unresolved, fail |
 #
-# At n = 2 the optimizer part fails because Hom-PGD stops after 4-51 of its 500 iterations: the
-# $|\Delta f| \le 10^{-5}$ rule fires once a bisection-shortened step barely moves $f$ (the
-# authors' INN-PGD has no such stop). At n = 10, m = 10 the map itself covers too little
-# (coverage 6.7% against the 5% gate, and barely falling from 5,000 to 10,000 steps).
+# At n = 2 the optimizer part failed because Hom-PGD stopped after 4-51 of its 500 iterations:
+# the bisection toward the last iterate cut every step that pointed out of $K$ to almost
+# nothing, and the $|\Delta f| \le 10^{-5}$ rule then fired (the authors' INN-PGD shrinks
+# radially toward the centre and has no such stop).
+#
+# With the authors' rule (since commit 6361b34: radial repair keeping the bracket's feasible end,
+# all iterations), the quick profile at commit 7861cbf (16.8 min on the shared 2-core CPU;
+# verdict **fail**, from the last row):
+#
+# | n, m | steps | end to end | coverage (half budget) | optimizer | parts |
+# |---|---|---|---|---|---|
+# | 2, 3 | 10,000 | 5.3% | 4.9% [0.8, 10.9] (4.5%) | 0.00% [0.00, 0.08] | pass, pass |
+# | 10, 10 | 10,000 | 3.0% | 2.8% [2.2, 3.2] (3.0%) | 0.00% [0.00, 0.15] | pass, pass |
+# | 10, 100 | 500 | 41.0% | 24.6% [11.4, 39.4] (63.1%) | 12.7% [1.8, 26.2] | unresolved, fail |
+#
+# Every end point is feasible, and at the authors' budget Hom-PGD now ends at the best point it
+# can reach through the map; what is left there is coverage (under 5% at both sizes, no longer
+# falling from 5,000 to 10,000 steps). Its time per instance rose with the full 500 iterations
+# (22.7 ms at n = 2); at n = 10, m = 10 it takes 4.0 ms, 14x less than multi-start SLSQP
+# (56.9 ms). A run at commit 6361b34 gave the same full-budget numbers; its half-budget
+# coverage counted the full network's end point as reachable through the half-budget snapshot
+# (fixed in 7861cbf).

@@ -53,8 +53,8 @@ __all__ = [
 ]
 
 _PROJECTIONS = ("ball", "box", "none")
-_REPAIRS = ("none", "bisection")
-_STOPPING = ("gradient_mapping", "objective_change")
+_REPAIRS = ("none", "bisection", "radial")
+_STOPPING = ("gradient_mapping", "objective_change", "none")
 
 
 def _safe_norm(z: jax.Array, axis: int = -1) -> jax.Array:
@@ -189,7 +189,8 @@ class HomPGDState(NamedTuple):
       iter_num: number of updates done (int32).
       stepsize: the adaptive step η_k used by the next update.
       value: f(Φ(z_k)).
-      error: the stopping quantity (gradient-mapping norm, or ``|Δf|`` for the code's rule).
+      error: the stopping quantity (gradient-mapping norm, ``|Δf|`` for ``"objective_change"``,
+        inf for ``"none"``, which never stops early).
       violation: max(0, max_j g_j(Φ(z_k))) with the solver's ``constraint_fn`` (0 without one):
         the learning error of Φ seen at the iterate.
       latent_grad: ∇_z f(Φ(z_k)), carried so that each update costs exactly one VJP.
@@ -224,14 +225,26 @@ class HomPGD(IterativeSolver):
     With ``repair="bisection"`` (the public code's rule) an infeasible z_{k+1} (violation of
     ``constraint_fn`` above ``feasibility_tol``) is pulled back by :func:`bisection_repair`
     toward z_k when z_k is feasible; with no feasible anchor the less violated of z_k, z_{k+1}
-    is kept. ``optimality_fun`` is the latent gradient mapping
+    is kept. ``repair="radial"`` is the authors' QCQP rule (``homeo_bisection`` in
+    emliang/Homeomorphic-Optimization): an infeasible z_{k+1} is shrunk toward the latent
+    centre, to ``α z_{k+1}`` with α found by bisection on [0, 1] (so the step keeps its
+    component along the boundary and the iterate can slide along it, where the last-iterate
+    anchor stalls once the step points out of K). One deviation: α is the feasible end of the
+    final bracket, where the code takes its midpoint, which can be violated by more than
+    ``feasibility_tol`` (so its end points can fail the feasibility test).
+
+    ``optimality_fun`` is the latent gradient mapping
     ``G(z) = (z - P(z - η₀ ∇_z f(Φ(z)))) / η₀`` (η₀ = ``stepsize``), zero exactly at the
     stationary points of z -> f(Φ(z)) over the latent domain. Stationarity in z is not
     stationarity in x where Φ flattens regions.
 
-    Stopping (``stopping``): ``"gradient_mapping"`` stops when ``||G(z_k)|| <= tol``;
-    ``"objective_change"`` (the code's rule) when ``|f_k - f_{k-1}| <= tol`` while z_k is
-    feasible.
+    Stopping (``stopping``, default ``"gradient_mapping"``): ``"gradient_mapping"`` stops when
+    ``||G(z_k)|| <= tol``; ``"objective_change"`` (the note's rule for the 2-D star toy) when
+    ``|f_k - f_{k-1}| <= tol`` while z_k is feasible; ``"none"`` (the authors' QCQP loop,
+    ``run_first_order_loop`` in emliang/Homeomorphic-Optimization) never stops early: all
+    ``maxiter`` updates run and the status is ``MAXITER``. With the bisection repair, a step the
+    repair cut short changes f little, so ``"objective_change"`` can stop there far from a
+    stationary point; ``"none"`` keeps descending like the authors' code.
 
     Args:
       fun: objective ``fun(x, *args) -> scalar``.
@@ -242,10 +255,12 @@ class HomPGD(IterativeSolver):
       stepsize: initial step η₀ > 0.
       adaptive_decay: factor in (0, 1] applied to η when the objective increased (1: fixed).
       min_stepsize: floor of η, in [0, stepsize].
-      repair: ``"none"`` (paper) or ``"bisection"`` (code; needs ``constraint_fn``).
+      repair: ``"none"`` (paper), ``"bisection"`` (toward the last iterate) or ``"radial"``
+        (toward the latent centre: the authors' QCQP code); both need ``constraint_fn``.
       projection: latent domain: ``"ball"`` (paper, n <= 2 latents), ``"box"`` ([-1, 1]^n, the
         code's latent cube for n > 2) or ``"none"`` (the code's unprojected step).
-      stopping: ``"gradient_mapping"`` or ``"objective_change"``.
+      stopping: ``"gradient_mapping"`` (default), ``"objective_change"`` (the star toy's
+        ``|Δf|`` rule) or ``"none"`` (the authors' QCQP loop: exactly ``maxiter`` updates).
       bisection_steps: maximum halvings of the repair (10; 20 in the code's 2-D toy).
       bisection_tol: bracket length at which the repair stops.
       feasibility_tol: a residual above this is a violation (repair and stopping).
@@ -315,8 +330,8 @@ class HomPGD(IterativeSolver):
             raise ValueError(f"projection must be one of {_PROJECTIONS}, got {self.projection!r}")
         if self.stopping not in _STOPPING:
             raise ValueError(f"stopping must be one of {_STOPPING}, got {self.stopping!r}")
-        if self.constraint_fn is None and self.repair == "bisection":
-            raise ValueError('repair="bisection" needs a constraint_fn')
+        if self.constraint_fn is None and self.repair != "none":
+            raise ValueError(f"repair={self.repair!r} needs a constraint_fn")
         if self.constraint_fn is None and self.stopping == "objective_change":
             raise ValueError('stopping="objective_change" needs a constraint_fn (feasibility)')
         check_positive_int(self.bisection_steps, "bisection_steps")
@@ -382,6 +397,19 @@ class HomPGD(IterativeSolver):
             return self._violation(self.homeomorphism(point, *args), args)
 
         candidate_violation = violation_at(candidate)
+        if self.repair == "radial":  # the authors' homeo_bisection: shrink toward z = 0
+
+            def shrink():
+                alpha = _bisect(
+                    jnp.zeros_like(candidate),
+                    candidate,
+                    lambda p: violation_at(p) <= ftol,
+                    self.bisection_steps,
+                    self.bisection_tol,
+                )
+                return alpha * candidate  # the feasible end (the code: the bracket's midpoint)
+
+            return jax.lax.cond(candidate_violation > ftol, shrink, lambda: candidate)
         anchor_ok = state.violation <= ftol
         candidate_ok = candidate_violation <= ftol
 
@@ -408,7 +436,7 @@ class HomPGD(IterativeSolver):
         """One latent projected-gradient step (with repair and adaptive step)."""
         z = self._check_params(params)
         candidate = self._project(z - state.stepsize * state.latent_grad)
-        if self.repair == "bisection":
+        if self.repair != "none":
             candidate = self._repair(z, candidate, state, args)
         value, grad, violation = self._evaluate(candidate, args)
         increased = value > state.value
@@ -420,6 +448,8 @@ class HomPGD(IterativeSolver):
         if self.stopping == "objective_change":
             feasible = violation <= self.feasibility_tol
             error = jnp.where(feasible, jnp.abs(value - state.value), jnp.inf)
+        elif self.stopping == "none":
+            error = jnp.asarray(jnp.inf, value.dtype)  # the authors' loop: every update runs
         else:
             error = jnp.linalg.norm(self._gradient_mapping(candidate, grad))
         new_state = HomPGDState(
@@ -697,6 +727,8 @@ def split_gap(
     end value, the best feasible value reachable through the learned map
     (:meth:`HomPGD.reachable_value`), a local reference solve from x = 0 and the best of several
     reference starts. A non-finite value (no feasible point) gives NaN gaps for that instance.
+    Hom-PGD's own (finite, i.e. feasible) end point counts as reachable: ``reachable`` is
+    replaced by ``min(reachable, hom_value)``, so the optimizer part is never negative.
 
     Args:
       hom_value: Hom-PGD's end values.
@@ -711,6 +743,8 @@ def split_gap(
       >>> split = split_gap(-0.9, -0.95, -0.97, -1.0)
       >>> [round(float(v), 4) for v in split]
       [0.05, 0.05, 0.0722, 0.1]
+      >>> float(split_gap(-0.96, -0.95, -0.97, -1.0).optimizer)  # Hom-PGD beat the sample
+      0.0
 
     References:
       C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (learning error ε_inn vs optimization).
@@ -727,6 +761,9 @@ def split_gap(
             raise ValueError(f"{name} must not contain NaN (use inf for 'no feasible point')")
         arrays.append(array)
     hom, reach, loc, multi = np.broadcast_arrays(*arrays)
+    # Hom-PGD's own end point was reached through Φ: the reachable value is at most it, so the
+    # optimizer part is never negative (a finite hom_value is a feasible end point).
+    reach = np.where(np.isfinite(hom), np.minimum(reach, hom), reach)
     reference = np.minimum(loc, multi)
     finite = np.isfinite(hom) & np.isfinite(reach) & np.isfinite(reference)
 

@@ -570,20 +570,24 @@ def train_qcqp_homeomorphism(
 
 
 def qcqp_hom_pgd(
-    model, *, maxiter: int | None = None, projection: Literal["none", "ball", "box"] = "none"
+    model,
+    *,
+    maxiter: int | None = None,
+    projection: Literal["none", "ball", "box"] = "none",
+    repair: Literal["radial", "bisection"] = "radial",
+    stopping: Literal["none", "objective_change", "gradient_mapping"] = "none",
 ) -> HomPGD:
     """Hom-PGD with the public code's QCQP settings over a conditional network (e.g. a trained
     :func:`qcqp_homeomorphism_net`).
 
-    Plain latent steps repaired by bisection toward the last feasible iterate (20 halvings for
-    n <= 2, 10 above), η₀ = 0.1 with the adaptive step and the ``|Δf| <= 1e-5`` stopping rule,
-    ``maxiter`` 500 for n = 2 and 10 n above by default. By default no latent projection
+    Plain latent steps repaired by the authors' radial bisection toward the latent centre (20
+    halvings for n <= 2, 10 above), η₀ = 0.1 with the adaptive step and no early stop (the authors'
+    ``run_first_order_loop`` runs every one of its ``maxiter`` iterations), ``maxiter`` 500 for
+    n = 2 and 10 n above by default. By default no latent projection
     (``projection="none"``): the authors' INN-PGD (``INNPGDOptimizer``) never projects, and
     with the paper's projection onto the ball (n <= 2) or cube the QCQP gaps were larger in
-    jaxlab's runs; ``"ball"``/``"box"`` keep the paper's rule. (The authors' bisection also
-    shrinks the step radially toward the latent centre rather than toward the last iterate;
-    jaxlab keeps the last-iterate anchor, which is feasible by construction.) The
-    network's weights are an argument, so networks of one architecture share a compiled solve:
+    jaxlab's runs; ``"ball"``/``"box"`` keep the paper's rule. The network's weights are an
+    argument, so networks of one architecture share a compiled solve:
     call ``run(z0, weights, instance)`` with ``weights = nnx.split(model, nnx.Param, ...)[1:]``.
 
     Args:
@@ -591,6 +595,12 @@ def qcqp_hom_pgd(
       maxiter: iteration cap (None: the code's default above).
       projection: latent projection: ``"none"`` (the authors' code), ``"ball"`` (the paper,
         meant for n <= 2) or ``"box"`` (the paper's rule on the code's latent cube).
+      repair: ``"radial"`` (default, the authors' ``homeo_bisection``: shrink an infeasible
+        step toward z = 0) or ``"bisection"`` (toward the last iterate: jaxlab's earlier
+        default, which stalls once a step points out of K).
+      stopping: ``"none"`` (default, the authors' code: all ``maxiter`` updates run),
+        ``"objective_change"`` (``|Δf| <= 1e-5``; jaxlab's earlier default, which can stop right
+        after a step the bisection cut short) or ``"gradient_mapping"``; see :class:`HomPGD`.
 
     Returns:
       A :class:`HomPGD` whose ``*args`` are ``(weights, instance)``.
@@ -619,6 +629,12 @@ def qcqp_hom_pgd(
         check_positive_int(maxiter, "maxiter")
     if projection not in ("none", "ball", "box"):
         raise ValueError(f'projection must be "none", "ball" or "box", got {projection!r}')
+    if repair not in ("radial", "bisection"):
+        raise ValueError(f'repair must be "radial" or "bisection", got {repair!r}')
+    if stopping not in ("none", "objective_change", "gradient_mapping"):
+        raise ValueError(
+            f'stopping must be "none", "objective_change" or "gradient_mapping", got {stopping!r}'
+        )
     graphdef = nnx.split(model, nnx.Param, ...)[0]
     n = model.num_features
 
@@ -630,9 +646,9 @@ def qcqp_hom_pgd(
         homeomorphism,
         lambda x, weights, instance: qcqp_constraints(x, instance),
         stepsize=0.1,
-        repair="bisection",
+        repair=repair,
         projection=projection,
-        stopping="objective_change",
+        stopping=stopping,
         maxiter=maxiter or (500 if n <= 2 else 10 * n),
         bisection_steps=20 if n <= 2 else 10,
         implicit_diff=False,

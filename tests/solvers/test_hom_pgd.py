@@ -20,6 +20,7 @@ from jaxlab.solvers import (
     GapSplit,
     HomPGD,
     HomPGDState,
+    SolverStatus,
     augmented_lagrangian,
     best_feasible_start,
     bisection_repair,
@@ -588,10 +589,14 @@ def test_qcqp_hom_pgd_takes_the_weights_as_an_argument():
     nets = [qcqp_homeomorphism_net(2, **small, rngs=nnx.Rngs(seed)) for seed in (0, 1)]
     solver = qcqp_hom_pgd(nets[0], maxiter=10)
     # The authors' INN-PGD: unprojected steps, bisection repair; the paper's ball on request.
-    assert (solver.repair, solver.projection, solver.bisection_steps) == ("bisection", "none", 20)
+    assert (solver.repair, solver.projection, solver.bisection_steps) == ("radial", "none", 20)
     assert qcqp_hom_pgd(nets[0], projection="ball").projection == "ball"
     with pytest.raises(ValueError, match="projection"):
         qcqp_hom_pgd(nets[0], projection="sphere")
+    assert qcqp_hom_pgd(nets[0]).stopping == "none"  # the authors' loop: every step runs
+    for bad in (dict(repair="none"), dict(stopping="never")):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            qcqp_hom_pgd(nets[0], **bad)
     assert qcqp_hom_pgd(qcqp_homeomorphism_net(3, rngs=nnx.Rngs(0))).maxiter == 30  # 10 n
     traces = []
 
@@ -816,3 +821,49 @@ def test_reachable_value_finds_the_best_point_of_the_covered_set():
     assert float(far.reachable_value(latents)[0]) == np.inf
     with pytest.raises(ValueError, match="num_refine"):
         inner.reachable_value(latents, num_refine=0)
+
+
+def test_authors_qcqp_rule_slides_where_the_last_iterate_anchor_stalls():
+    """Issue 41: f = ||x - (0, 2)||² over the unit disk (Φ = identity, so f* = 1 at (0, 1)).
+    The last-iterate bisection anchor stalls where the first step hits the circle (every later
+    step points out of K and is cut back to nothing), and the |Δf| rule stops right after that
+    cut step; running the whole budget (the authors' loop) alone changes nothing there. The
+    authors' radial repair toward z = 0 keeps the step's tangential part and reaches f*."""
+    target = jnp.array([0.0, 2.0])
+
+    def fun(x):
+        return jnp.sum((x - target) ** 2)
+
+    z0 = jnp.array([0.9, -0.3])
+    common = dict(stepsize=0.1, projection="none", maxiter=60, tol=1e-5)
+
+    def solve(repair, stopping):
+        return HomPGD(fun, lambda z: z, _disk, repair=repair, stopping=stopping, **common).run(z0)
+
+    z_old, old = solve("bisection", "objective_change")  # jaxlab's earlier QCQP rule
+    assert int(old.status) == SolverStatus.CONVERGED and int(old.iter_num) < 10
+    assert float(jnp.linalg.norm(z_old)) == pytest.approx(1.0, abs=1e-4)  # on the circle
+    # The next plain step from there leaves K: the stop came after a repaired (cut) step.
+    assert float(jnp.linalg.norm(z_old - 0.1 * jax.grad(fun)(z_old))) > 1.0
+    assert float(old.value) == pytest.approx(1.3873, abs=1e-3)  # stalled at (0.429, 0.903)
+    _, full_budget = solve("bisection", "none")
+    assert int(full_budget.status) == SolverStatus.MAXITER and int(full_budget.iter_num) == 60
+    assert float(full_budget.value) == pytest.approx(float(old.value), abs=1e-6)
+    z_new, new = solve("radial", "none")  # the authors' rule (qcqp_hom_pgd's default)
+    assert int(new.status) == SolverStatus.MAXITER and int(new.iter_num) == 60
+    assert float(new.violation) == 0.0  # the feasible end of the bracket
+    assert float(new.value) < 1.001 < float(old.value) - 0.3
+    np.testing.assert_allclose(np.asarray(z_new), [0.0, 1.0], atol=1e-3)
+    assert float(new.error) == np.inf  # "none" never stops early
+    with pytest.raises(ValueError, match="constraint_fn"):
+        HomPGD(fun, lambda z: z, repair="radial")
+
+
+def test_split_gap_counts_the_hom_pgd_end_point_as_reachable():
+    """A Hom-PGD end point better than the sampled reachable value: the optimizer part is 0
+    (never negative) and coverage is measured from Hom-PGD's point; the parts still add up."""
+    split = split_gap([-0.96, -0.9], [-0.95, -0.95], [-0.97, -0.97], [-1.0, -1.0])
+    np.testing.assert_allclose(split.optimizer, [0.0, 0.05])
+    np.testing.assert_allclose(split.coverage, [0.04, 0.05])
+    np.testing.assert_allclose(split.coverage + split.optimizer, [0.04, 0.1])
+    assert np.isnan(split_gap(np.inf, -0.95, -0.97, -1.0).optimizer)  # infeasible end: no gap
