@@ -47,6 +47,8 @@ import time
 
 import numpy as np
 
+from benchmarks._peers import torch_python_problem
+
 HERE = pathlib.Path(__file__).resolve().parent
 PEER_ENV, TORCH_ENV = "JAXLAB_HOMPGD_PEER", "JAXLAB_TORCH_PYTHON"
 SIZES = ((2, 3), (10, 10))
@@ -58,19 +60,14 @@ COVERAGE_RATIO = 1.5  # the issue: coverage gaps differing by more than 1.5x nee
 
 def check_peer(environ=os.environ) -> str | None:
     """A message saying what is missing, or None when the peer can run."""
-    peer, python = environ.get(PEER_ENV), environ.get(TORCH_ENV)
+    peer = environ.get(PEER_ENV)
     if not peer or not (pathlib.Path(peer) / "homopt_peer.py").is_file():
         return (
             f"{PEER_ENV} must name a folder holding homopt_peer.py (the authors' INN and INN-PGD, "
             "assembled from emliang/Homeomorphic-Optimization outside this repository); "
             f"got {peer!r}"
         )
-    if not python or not pathlib.Path(python).is_file():
-        return f"{TORCH_ENV} must name a Python interpreter with torch installed; got {python!r}"
-    probe = subprocess.run([python, "-c", "import torch"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"{TORCH_ENV}={python} cannot import torch: {probe.stderr.strip()[-200:]}"
-    return None
+    return torch_python_problem(environ, TORCH_ENV)
 
 
 def _jaxlab_side(n, m, steps, batch, instances, latents, seed):
