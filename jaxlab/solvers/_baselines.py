@@ -23,7 +23,6 @@ References:
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable
 from typing import Literal, NamedTuple
@@ -33,8 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import scipy.optimize
-import threadpoolctl
 
+from jaxlab._src.threads import one_blas_thread
 from jaxlab._src.validation import (
     check_array,
     check_int,
@@ -106,18 +105,6 @@ def _check_step_rule(stepsize, decay, min_stepsize, maxiter, tol) -> None:
     check_nonnegative(min_stepsize, "min_stepsize")
     check_positive_int(maxiter, "maxiter")
     check_nonnegative(tol, "tol")
-
-
-@functools.cache
-def _blas_controller() -> threadpoolctl.ThreadpoolController:
-    return threadpoolctl.ThreadpoolController()
-
-
-def _one_blas_thread():
-    """OpenBLAS limited to one thread (``jaxlab._src.threads.single_threaded_blas``'s reason),
-    through a cached controller: 0.02 ms per entry instead of 1.4 ms, which matters around a
-    2 ms SLSQP solve."""
-    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 def exact_projection_pgd(
@@ -420,7 +407,7 @@ def slsqp_local_solve(
     if x0.shape != (n,):
         raise ValueError(f"x0 must have shape (n,) = ({n},) for this instance, got {x0.shape}")
     problem = _numpy_problem(instance)
-    with _one_blas_thread():
+    with one_blas_thread():
         res, violation, seconds = _slsqp(problem, x0, n, maxiter, ftol)
     return {
         "value": float(res.fun),
@@ -466,7 +453,7 @@ def slsqp_multistart(instance: QCQPInstance, num_starts: int, seed: int) -> dict
     rng = np.random.default_rng(seed)
     best = {"value": np.inf, "x": None, "violation": np.inf}
     total = 0.0
-    with _one_blas_thread():
+    with one_blas_thread():
         for _ in range(num_starts):
             res, violation, seconds = _slsqp(problem, rng.uniform(-5.0, 5.0, n), n, 200, 1e-10)
             total += seconds
@@ -539,7 +526,7 @@ def slsqp_projection_pgd(
         )
         return res.x
 
-    with _one_blas_thread():
+    with one_blas_thread():
         start = time.perf_counter()
         x = project(np.asarray(x0, np.float64), np.asarray(x0, np.float64))
         value, eta, k, capped = fun(x), stepsize, 0, False
