@@ -322,6 +322,8 @@ class Experiment:
     config: type
     run_fn: Callable[..., Result]
     module: str
+    # config -> the full profile's parts (jaxlab._src.parts.declare_parts); None: one piece.
+    parts_fn: Callable[[Any], list] | None = None
 
     def make_config(self, profile: str):
         return self.config.for_profile(profile)
@@ -333,6 +335,17 @@ class Experiment:
                 f"experiment {self.name!r} returned {type(result).__name__}, not Result"
             )
         return result
+
+    def full_parts(self) -> list:
+        """The ``full`` profile's parts (:class:`jaxlab._src.parts.RunPart`), in merge order.
+
+        An empty list when the experiment declared none (its full profile runs in one piece).
+        """
+        from jaxlab._src import parts
+
+        if self.parts_fn is None:
+            return []
+        return parts.check_parts(self.parts_fn(self.make_config("full")), self.name)
 
     def code_version(self) -> str:
         """Hash of the experiment module's source, so ``--resume`` reruns after a change."""
