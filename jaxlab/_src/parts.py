@@ -36,12 +36,18 @@ from typing import Any
 
 __all__ = [
     "SKIPPED",
+    "CPU_FLOPS_PER_S",
     "DEVICE_PART_LIMIT_S",
+    "DEVICE_SPEEDUP",
+    "DEVICE_START_S",
     "PartStopped",
     "RunPart",
     "UnitMissing",
     "as_unit",
     "declare_parts",
+    "device_seconds",
+    "split_parts",
+    "transformer_train_flops",
     "unit",
     "unit_key",
 ]
@@ -253,3 +259,99 @@ def as_unit(fn: Callable, coords: Callable[..., Mapping[str, Any]]) -> Callable:
 
     wrapped.__wrapped_unit__ = fn
     return wrapped
+
+
+# --- Estimates -----------------------------------------------------------------------------------
+# The one device time measured so far: mmfld's full profile took 94 s on an H200 (README), the
+# start of a fresh interpreter, JAX's import and the compilations included. Every part is charged
+# this fixed cost on the device, whatever its work.
+DEVICE_START_S = 60.0
+# Assumed throughput of one H200 over the quiet 2-core CPU, by the kind of work (no part has been
+# timed on the device yet, so these are assumptions, stated once here and replaced by measured
+# ratios when a part runs):
+# - "dense": transformer training at d_model >= 128 in float32 (matmuls dominate). The CPU gives
+#   ~50 GFLOP/s on such steps (2 cores of AVX2 FMA at ~2.5 GHz, small matrices); an H200 reaches
+#   ~10% of its 67 TFLOP/s float32 peak at these sizes (d 256, batch 32 x 256 tokens), ~7 TFLOP/s:
+#   a ratio of about 100.
+# - "small": small MLPs, vmapped seeds and lanes, scans of tiny steps: launch- and latency-bound,
+#   assumed 10x (mmfld's quick is 374 CPU-seconds, its larger full 94 s on the H200).
+# - "host": work that stays on the host (HiGHS and SciPy solves, NumPy statistics): 1x.
+DEVICE_SPEEDUP = {"dense": 100.0, "small": 10.0, "host": 1.0}
+
+
+def device_seconds(cpu_s: float, kind: str) -> float:
+    """The device estimate of work that takes ``cpu_s`` on the quiet 2-core CPU.
+
+    ``DEVICE_START_S`` plus ``cpu_s / DEVICE_SPEEDUP[kind]``.
+
+    Examples:
+      >>> device_seconds(6000.0, "dense")
+      120.0
+    """
+    if kind not in DEVICE_SPEEDUP:
+        raise ValueError(f"kind must be one of {sorted(DEVICE_SPEEDUP)}, got {kind!r}")
+    return DEVICE_START_S + float(cpu_s) / DEVICE_SPEEDUP[kind]
+
+
+def split_parts(
+    prefix: str,
+    axis: str,
+    values: tuple,
+    *,
+    per_value_cpu_s: float,
+    kind: str,
+    estimate: str,
+    covers: str,
+    per_part: int = 1,
+    shared_cpu_s: float = 0.0,
+) -> list[RunPart]:
+    """Parts of ``per_part`` values of ``axis`` each, with scaled estimates.
+
+    Each part costs ``shared_cpu_s`` (setup every part repeats: data, compilation) plus
+    ``per_value_cpu_s`` per value on the CPU; on the device, :func:`device_seconds` of that.
+
+    Examples:
+      >>> [p.name for p in split_parts("seed", "seed", (0, 1, 2), per_value_cpu_s=600,
+      ...                              kind="dense", estimate="e", covers="seed", per_part=2)]
+      ['seed-0-1', 'seed-2']
+    """
+    out = []
+    for i in range(0, len(values), per_part):
+        chunk = tuple(values[i : i + per_part])
+        cpu = shared_cpu_s + per_value_cpu_s * len(chunk)
+        label = "-".join(str(v) for v in chunk)
+        out.append(
+            RunPart(
+                re.sub(r"[^a-z0-9-]+", "-", f"{prefix}-{label}".lower()).strip("-"),
+                f"{covers} {', '.join(str(v) for v in chunk)}",
+                {axis: chunk},
+                cpu_s=cpu,
+                device_s=device_seconds(cpu, kind),
+                estimate=estimate,
+            )
+        )
+    return out
+
+
+# The quiet 2-core CPU's rate on float32 transformer training steps at d_model >= 128: 2 cores x
+# 8-wide AVX2 FMA x 2 ports x ~2.5 GHz is ~160 GFLOP/s peak; XLA:CPU reaches about a third of it
+# on these matrix sizes (assumed; the quick profiles' wall times on the shared machine include
+# other jobs' load and do not measure it).
+CPU_FLOPS_PER_S = 50e9
+
+
+def transformer_train_flops(
+    d_model: int, layers: int, seq_len: int, batch: int, steps: int, vocab: int = 256
+) -> float:
+    """Training FLOPs of a decoder-only transformer: ``steps x (6 P T + 6 L T seq d)``.
+
+    ``P = 12 L d² + vocab d`` parameters and ``T = batch x seq_len`` tokens per step (the
+    standard estimate of Kaplan et al., 2020, with the attention scores' forward and backward).
+
+    Examples:
+      >>> f"{transformer_train_flops(256, 6, 256, 32, 3000):.2e}"
+      '7.63e+14'
+    """
+    params = 12 * layers * d_model**2 + vocab * d_model
+    tokens = batch * seq_len
+    return float(steps) * (6 * params * tokens + 6 * layers * tokens * seq_len * d_model)

@@ -388,6 +388,8 @@ def run_in_child(
 # ``run_experiment(..., part=MERGE)``: merge the stored parts (not a valid part name).
 MERGE = ":merge"
 _UNITS_FILE = "units.pkl"
+# The stored key of a whole run's Result (a part selecting every unit), never a unit's key.
+_WHOLE_RUN = "(whole run)"
 
 
 def _part_dir(out_dir, name: str, part: str) -> pathlib.Path:
@@ -472,11 +474,13 @@ def _run_part_here(experiment: Experiment, part: str, seed: int, out_dir, progre
     try:
         with _parts.running(run_part, stored) as mode:
             try:
-                experiment.run(config, jax.random.key(seed), progress)
+                result = experiment.run(config, jax.random.key(seed), progress)
                 ending = "the run reached its end"
+                if not run_part.select:  # the whole run in this part: keep its result
+                    mode.computed[_WHOLE_RUN] = result
             except _parts.PartStopped:
                 ending = "the run stopped at the first use of a unit outside this part"
-        if not mode.computed:
+        if not mode.computed and run_part.select:
             raise RuntimeError(
                 f"part {part!r} computed no unit: nothing in the run matched its selection "
                 f"{run_part.select} before the run used a unit outside it"
@@ -494,7 +498,7 @@ def _run_part_here(experiment: Experiment, part: str, seed: int, out_dir, progre
         status="done",
         wall_time_s=time.perf_counter() - start,
         cpu_time_s=time.process_time() - cpu_start,
-        units=sorted(mode.computed),
+        units=sorted(k for k in mode.computed if k != _WHOLE_RUN),
         ending=ending,
         metrics={},
         figures=[],
@@ -568,8 +572,12 @@ def _merge_here(experiment: Experiment, seed: int, out_dir, progress) -> dict[st
         for p, _ in status:  # the declared order: the first part holding a unit wins
             for key, value in _load_units(out_dir, experiment.name, p.name).items():
                 stored.setdefault(key, value)
-        with _parts.running(None, stored):
-            result = experiment.run(experiment.make_config("full"), jax.random.key(seed), progress)
+        if _WHOLE_RUN in stored:  # a part that held the whole run: its result is the merge's
+            result = stored[_WHOLE_RUN]
+        else:
+            with _parts.running(None, stored):
+                config = experiment.make_config("full")
+                result = experiment.run(config, jax.random.key(seed), progress)
     except Exception as e:
         results.atomic_write_text(exp_dir / "traceback.txt", traceback.format_exc())
         reason = f"merging the parts: {type(e).__name__}: {e} (traceback in {experiment.name}/)"
