@@ -480,7 +480,7 @@ def _run_part_here(experiment: Experiment, part: str, seed: int, out_dir, progre
                     mode.computed[_WHOLE_RUN] = result
             except _parts.PartStopped:
                 ending = "the run stopped at the first use of a unit outside this part"
-        if not mode.computed and run_part.select:
+        if not mode.computed and ending != "the run reached its end":
             raise RuntimeError(
                 f"part {part!r} computed no unit: nothing in the run matched its selection "
                 f"{run_part.select} before the run used a unit outside it"
@@ -499,6 +499,8 @@ def _run_part_here(experiment: Experiment, part: str, seed: int, out_dir, progre
         wall_time_s=time.perf_counter() - start,
         cpu_time_s=time.process_time() - cpu_start,
         units=sorted(k for k in mode.computed if k != _WHOLE_RUN),
+        # a part whose units the run did not need (an lr extension the bracket did not ask for)
+        needed=bool(mode.computed),
         ending=ending,
         metrics={},
         figures=[],
