@@ -41,6 +41,7 @@ __all__ = [
     "DEVICE_SPEEDUP",
     "DEVICE_START_S",
     "PartStopped",
+    "QUICK_BUDGET_S",
     "RunPart",
     "UnitMissing",
     "as_unit",
@@ -50,6 +51,7 @@ __all__ = [
     "transformer_train_flops",
     "unit",
     "unit_key",
+    "whole_run_parts",
 ]
 
 # The issue's bound on one part: an accelerator call may run 10 minutes; 8 leave room for the
@@ -355,3 +357,45 @@ def transformer_train_flops(
     params = 12 * layers * d_model**2 + vocab * d_model
     tokens = batch * seq_len
     return float(steps) * (6 * params * tokens + 6 * layers * tokens * seq_len * d_model)
+
+
+# The quick profile's time where the README records none: the issues' quick budget (10 minutes on
+# the 2-core CPU), an upper bound by intent rather than a measurement.
+QUICK_BUDGET_S = 600.0
+
+
+def whole_run_parts(
+    config: Any,
+    *,
+    quick_cpu_s: float,
+    source: str,
+    work: Callable[[Any], float],
+    work_text: str,
+    kind: str,
+    device_measured_s: float | None = None,
+) -> list[RunPart]:
+    """The full profile as one part (the whole run), scaled from the quick profile's time.
+
+    ``cpu_s`` is ``quick_cpu_s x work(full) / work(quick)`` (``work``: the configs' own sizes,
+    described by ``work_text``); ``device_s`` is :func:`device_seconds` of it for ``kind``, or a
+    measured device time. Experiments whose run is not yet split into units use this.
+    """
+    quick = type(config).quick()
+    ratio = float(work(config)) / float(work(quick))
+    cpu = quick_cpu_s * ratio
+    if device_measured_s is not None:
+        device, how_device = float(device_measured_s), f"device: measured {device_measured_s:g} s"
+    else:
+        device = device_seconds(cpu, kind)
+        how_device = f"device: DEVICE_SPEEDUP[{kind!r}] plus DEVICE_START_S"
+    return [
+        RunPart(
+            "all",
+            "the whole full profile in one part (its run is not split into units)",
+            {},
+            cpu_s=cpu,
+            device_s=device,
+            estimate=f"quick {quick_cpu_s:.0f} s ({source}) x work ratio full/quick "
+            f"{ratio:.3g} ({work_text}); {how_device}",
+        )
+    ]

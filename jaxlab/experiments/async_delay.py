@@ -594,7 +594,8 @@ def _full_parts(config: AsyncDelayConfig) -> list[_parts.RunPart]:
                         f"{name}, delay {delay}, lanes {u * per_unit}..{(u + 1) * per_unit - 1} "
                         f"of {lanes} (λ, lr, seed)",
                         {"arm": (f"{name}/delay{delay}",), "lanes": (u,)},
-                        cpu_s=cpu, device_s=_parts.device_seconds(cpu, "dense"),
+                        cpu_s=cpu,
+                        device_s=_parts.device_seconds(cpu, "dense"),
                         estimate="6 P T FLOPs per step x steps at CPU_FLOPS_PER_S, over "
                         "DEVICE_SPEEDUP['dense'] on the device, plus DEVICE_START_S",
                     )  # fmt: skip

@@ -782,7 +782,9 @@ def _full_parts(config: DevaConfig) -> list[_parts.RunPart]:
                             f"language model, {method} at lr {lr:g}, seed {s}"
                             + (" (an lr extension: only if the bracket needs it)" * extension),
                             {"lm": (method,), "lr": (float(lr),), "seed": (s,)},
-                            cpu_s=cpu, device_s=_parts.device_seconds(cpu, "dense"), estimate=how,
+                            cpu_s=cpu,
+                            device_s=_parts.device_seconds(cpu, "dense"),
+                            estimate=how,
                         )  # fmt: skip
                     )
     return out

@@ -396,3 +396,19 @@ def run(config: DisjunctiveConfig, rng_key: jax.Array, progress: Progress) -> Re
         figures=_figure(per_task),
         reason=f"note's rule (fair, warm-started arm): {level}",
     )
+
+
+# --- The full profile in parts (issue 45) ---------------------------------------------------------
+from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
+
+_parts.declare_parts(
+    "disjunctive-rules",
+    lambda config: _parts.whole_run_parts(
+        config,
+        quick_cpu_s=540.0,
+        source="README: 9.0 min on a quiet 2-core CPU",
+        work=lambda c: c.seeds * c.num_train * (c.steps + c.warm_steps) * c.hidden**2,
+        work_text="seeds x training points x steps x hidden width squared",
+        kind="small",
+    ),
+)

@@ -677,3 +677,43 @@ def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result
     loss_name, fit = problem.info["loss"], fits["gamma_half"]
     figures = _figures(config, fixed_steps, fixed_compute, fit, predicted_k, steps_r, loss_name)
     return Result(metrics=metrics, parts=[part_t, part_r], figures=figures)
+
+
+# --- The full profile in parts (issue 45) ---------------------------------------------------------
+from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
+
+
+def _full_parts(config: MoETopKConfig) -> list[_parts.RunPart]:
+    """The full profile (the MoE language model) as one part, from its training FLOPs.
+
+    Per token and layer, forward FLOPs are ``c0 = 8 d² + 4 seq d`` (attention) plus ``K x 4 d
+    d_ff`` for K active experts (``d_ff = 4 d x lm_ffn_multiplier``), and the head's ``2 x 256
+    d``; training costs 3x the forward. Runs: every (seed, K, T) of the fixed-T sweep and the
+    fixed-FLOP arm's ``budget_steps_at_max_k x M / K`` steps at each K.
+    """
+    d, seq, layers = config.in_features, config.lm_seq_len, config.lm_layers
+    d_ff = 4 * d * config.lm_ffn_multiplier
+    tokens = config.batch_size * seq
+
+    def step_flops(k):
+        return 3 * tokens * (layers * (8 * d * d + 4 * seq * d + k * 4 * d * d_ff) + 512 * d)
+
+    steps = {k: list(config.step_grid) for k in config.top_k_grid}
+    for k in config.top_k_grid:
+        steps[k].append(config.budget_steps_at_max_k * config.num_experts / k)
+    flops = config.seeds * sum(step_flops(k) * sum(t) for k, t in steps.items())
+    cpu = flops / _parts.CPU_FLOPS_PER_S
+    return [
+        _parts.RunPart(
+            "all",
+            "the whole full profile in one part (its run is not split into units)",
+            {},
+            cpu_s=cpu,
+            device_s=_parts.device_seconds(cpu, "dense"),
+            estimate="training FLOPs (docstring of moe_topk._full_parts) at CPU_FLOPS_PER_S; "
+            "DEVICE_SPEEDUP['dense'] plus DEVICE_START_S",
+        )
+    ]
+
+
+_parts.declare_parts("moe-topk", _full_parts)

@@ -658,7 +658,9 @@ def _full_parts(config: SimpleGPTLRConfig) -> list[_parts.RunPart]:
                     f"sweep-{placement.replace('_', '-')}-{first}",
                     f"LR sweep, {placement}, lanes {groups} of {lanes} ((LR index, seed) in order)",
                     {"model": (f"{placement}/{config.num_layers}",), "group": groups},
-                    cpu_s=cpu, device_s=_parts.device_seconds(cpu, "dense"), estimate=how,
+                    cpu_s=cpu,
+                    device_s=_parts.device_seconds(cpu, "dense"),
+                    estimate=how,
                 )  # fmt: skip
             )
     if not config.depth_is_sweep:
@@ -670,7 +672,9 @@ def _full_parts(config: SimpleGPTLRConfig) -> list[_parts.RunPart]:
                         f"depth-{placement.replace('_', '-')}-{s}",
                         f"depth point, {placement}, seed {s} (Hessians in the merge)",
                         {"model": (f"{placement}/{config.depth_num_layers}",), "group": (s,)},
-                        cpu_s=cpu, device_s=_parts.device_seconds(cpu, "dense"), estimate=how,
+                        cpu_s=cpu,
+                        device_s=_parts.device_seconds(cpu, "dense"),
+                        estimate=how,
                     )  # fmt: skip
                 )
     return out

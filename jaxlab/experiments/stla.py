@@ -637,3 +637,25 @@ def run(config: STLAConfig, rng_key: jax.Array, progress: Progress) -> Result:
         figures=_figures(config, syn, lm),
         reason=reason,
     )
+
+
+# --- The full profile in parts (issue 45) ---------------------------------------------------------
+from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
+
+_parts.declare_parts(
+    "stla-ptq",
+    lambda config: _parts.whole_run_parts(
+        config,
+        quick_cpu_s=_parts.QUICK_BUDGET_S,
+        source="not in the README: the issues' quick budget",
+        work=lambda c: (
+            _parts.transformer_train_flops(
+                c.lm_d_model, c.lm_layers, c.lm_seq_len, c.lm_batch, c.lm_steps
+            )
+            + c.lm_num_iters * len(c.lm_bits) * c.calib_seeds * c.lm_d_model**2 * 4096
+        ),
+        work_text="the LM's training FLOPs plus quantizer iterations x bits x calibration "
+        "seeds x layer size x 4096",
+        kind="dense",
+    ),
+)

@@ -567,3 +567,22 @@ def run(config: StochasticVIConfig, rng_key: jax.Array, progress: Progress) -> R
         parts=[part_a, part_b1, part_b2, part_b3],
         figures=_figures(config, judged_minty, main),
     )
+
+
+# --- The full profile in parts (issue 45) ---------------------------------------------------------
+from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
+
+_parts.declare_parts(
+    "stochastic-vi",
+    lambda config: _parts.whole_run_parts(
+        config,
+        quick_cpu_s=_parts.QUICK_BUDGET_S,
+        source="not in the README: the issues' quick budget",
+        work=lambda c: (
+            sum(d * d for d in c.dims) * len(c.noises) * c.budget * c.seeds
+            + c.minty_iterations * c.minty_seeds * len(c.minty_a)
+        ),
+        work_text="matrix-vector cost x noises x oracle budget x seeds, plus the Minty runs",
+        kind="small",
+    ),
+)
