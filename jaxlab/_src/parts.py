@@ -11,9 +11,10 @@ module-level function rebound with :func:`as_unit`), with coordinates such as
 ``{"seed": 2}`` or ``{"arm": "adam", "seed": 0}``. The run function runs in one of three modes:
 
 * one piece (no part): every unit is computed, as if :func:`unit` were not there;
-* part ``P``: the units ``P`` selects are computed and stored; a unit on disk from another part
-  is read back; any other unit returns :data:`SKIPPED`, a placeholder that stops the run as soon
-  as the run *uses* it (the aggregation after the loop), which ends the part;
+* part ``P``: the units ``P`` selects are computed and stored (with any unit nested inside
+  one); a unit on disk from another part is read back; any other unit returns :data:`SKIPPED`,
+  a placeholder that stops the run as soon as the run *uses* it (the aggregation after the
+  loop), which ends the part;
 * merge: every unit is read from the parts' stores and the run function carries on to its own
   aggregation, verdict and figures, so the merged verdict is the one-piece run's by construction
   and does not depend on the order the parts ran in (parts are read in their declared order).
@@ -198,6 +199,7 @@ class _Mode:
     stored: dict[str, Any]  # unit key -> value, read from the parts on disk
     computed: dict[str, Any] = dataclasses.field(default_factory=dict)
     skipped: list[str] = dataclasses.field(default_factory=list)
+    depth: int = 0  # > 0 inside a selected unit's work: units nested in it are its own work
 
 
 _MODE: contextvars.ContextVar[_Mode | None] = contextvars.ContextVar("jaxlab_part", default=None)
@@ -239,10 +241,14 @@ def unit(coords: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
         return mode.stored[key]
     if mode.part is None:
         raise UnitMissing(f"unit {key} is in no stored part")
-    if not mode.part.selects(coords):
+    if not mode.depth and not mode.part.selects(coords):
         mode.skipped.append(key)
         return SKIPPED
-    value = compute()
+    mode.depth += 1
+    try:
+        value = compute()
+    finally:
+        mode.depth -= 1
     mode.computed[key] = value
     return value
 
