@@ -569,7 +569,6 @@ def run(config: StochasticVIConfig, rng_key: jax.Array, progress: Progress) -> R
     )
 
 
-
 # --- The full profile in parts (issue 45) ---------------------------------------------------------
 from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
 
