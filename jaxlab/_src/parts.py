@@ -200,6 +200,7 @@ class _Mode:
     computed: dict[str, Any] = dataclasses.field(default_factory=dict)
     skipped: list[str] = dataclasses.field(default_factory=list)
     depth: int = 0  # > 0 inside a selected unit's work: units nested in it are its own work
+    unit_raised: bool = False  # a unit's own work raised (a real error, never the part's end)
 
 
 _MODE: contextvars.ContextVar[_Mode | None] = contextvars.ContextVar("jaxlab_part", default=None)
@@ -247,6 +248,9 @@ def unit(coords: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
     mode.depth += 1
     try:
         value = compute()
+    except Exception:
+        mode.unit_raised = True
+        raise
     finally:
         mode.depth -= 1
     mode.computed[key] = value

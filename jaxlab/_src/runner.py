@@ -480,6 +480,16 @@ def _run_part_here(experiment: Experiment, part: str, seed: int, out_dir, progre
                     mode.computed[_WHOLE_RUN] = result
             except _parts.PartStopped:
                 ending = "the run stopped at the first use of a unit outside this part"
+            except Exception as e:
+                # After a unit was skipped, the run's own aggregation may fail on what is
+                # missing (a KeyError on a skipped arm): the part has done its work. An error
+                # inside a unit's work, or with nothing skipped, is a real error.
+                if mode.unit_raised or not mode.skipped:
+                    raise
+                ending = (
+                    f"the run stopped at {type(e).__name__} after skipping units outside this "
+                    "part"
+                )
         if not mode.computed and ending != "the run reached its end":
             raise RuntimeError(
                 f"part {part!r} computed no unit: nothing in the run matched its selection "
