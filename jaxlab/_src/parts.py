@@ -128,13 +128,19 @@ def declare_parts(name: str, parts: Callable[[Any], list[RunPart]]) -> None:
 
     ``parts(config)`` receives the full config and returns the parts in their fixed merge order.
     Called once at the end of the experiment's module (after ``register``).
+
+    Examples:
+      >>> declare_parts("no-such-claim", lambda config: [])
+      Traceback (most recent call last):
+      ...
+      KeyError: "declare_parts: no registered experiment 'no-such-claim'"
     """
     from jaxlab._src.experiments import REGISTRY
 
-    if name not in REGISTRY:
-        raise KeyError(f"declare_parts: no registered experiment {name!r}")
     if not callable(parts):
         raise TypeError(f"parts must be a function config -> list of RunPart, got {parts!r}")
+    if name not in REGISTRY:
+        raise KeyError(f"declare_parts: no registered experiment {name!r}")
     REGISTRY[name] = dataclasses.replace(REGISTRY[name], parts_fn=parts)
 
 
@@ -232,6 +238,10 @@ def unit(coords: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
       >>> unit({"seed": 0}, lambda: 41 + 1)  # outside a part: computed
       42
     """
+    if not isinstance(coords, Mapping):
+        raise TypeError(f"coords must be a mapping axis -> value, got {coords!r}")
+    if not callable(compute):
+        raise TypeError(f"compute must be a function of no argument, got {compute!r}")
     mode = _MODE.get()
     if mode is None:
         return compute()
@@ -263,7 +273,18 @@ def as_unit(fn: Callable, coords: Callable[..., Mapping[str, Any]]) -> Callable:
     Rebinding a module-level function at the end of its module (``_train = as_unit(_train,
     lambda config, seed, *_: {"seed": seed})``) makes every call of it from the run function
     a unit, with no edit inside the run function.
+
+    Examples:
+      >>> def train(config, seed):
+      ...     return seed * 10
+      >>> train = as_unit(train, lambda config, seed: {"seed": seed})
+      >>> train(None, 3)  # outside a part: called as before
+      30
     """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {fn!r}")
+    if not callable(coords):
+        raise TypeError(f"coords must be a function of fn's arguments -> mapping, got {coords!r}")
 
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):

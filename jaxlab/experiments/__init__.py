@@ -180,8 +180,8 @@ def parts(name: str) -> list[RunPart]:
     """The parts of experiment ``name``'s ``full`` profile, in their merge order.
 
     Examples:
-      >>> [p.name for p in parts("mmfld")][:1]
-      ['network-and-checks']
+      >>> [p.name for p in parts("moe-topk")][:2]
+      ['top-k-1', 'top-k-2']
     """
     return get(name).full_parts()
 

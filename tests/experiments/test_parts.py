@@ -159,9 +159,10 @@ def test_a_unit_no_part_selects_is_an_error_at_merge(parts_experiment, tmp_path)
         registry.run_experiment(NAME, profile="full", out_dir=tmp_path, part=part)
     record = json.loads((tmp_path / NAME / "result.json").read_text())
     assert record["verdict"]["status"] == "error"
-    assert '{"seed": 2}' in record["verdict"]["reason"] and "no stored part" in record["verdict"][
-        "reason"
-    ]
+    assert (
+        '{"seed": 2}' in record["verdict"]["reason"]
+        and "no stored part" in record["verdict"]["reason"]
+    )
 
 
 def test_bad_part_requests_are_bad_input(parts_experiment, tmp_path, capsys):
