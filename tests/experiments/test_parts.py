@@ -200,7 +200,6 @@ NOT_YET_FITTING = {
     "disjunctive-rules": "one task is ~8.2 min: the seeds are vmapped inside each task",
     "harm": "whole run; the seeds are vmapped inside each optimizer's arms",
     "hom-pgd": "the n = 50 speed cases (crude estimates: not timed at any profile)",
-    "oi-eda": "whole run",
     "rambo": "whole run (its quick never finished: a lower bound scaled up)",
     "stochastic-vi": "whole run",
     "tsrl": "whole run",
