@@ -34,6 +34,7 @@ import dataclasses
 import hashlib
 import importlib
 import inspect
+import pickle
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
@@ -336,6 +337,17 @@ class Experiment:
             )
         return result
 
+    def __getstate__(self):
+        # The parts declaration may be a lambda (not picklable): a child process (the watchdog's)
+        # finds it again through the experiment's module, which declares it on import.
+        state = dict(self.__dict__)
+        if state.get("parts_fn") is not None:
+            try:
+                pickle.dumps(state["parts_fn"])
+            except (pickle.PicklingError, AttributeError, TypeError):
+                state["parts_fn"] = _PartsOf(self.module, self.name)
+        return state
+
     def full_parts(self) -> list:
         """The ``full`` profile's parts (:class:`jaxlab._src.parts.RunPart`), in merge order.
 
@@ -353,6 +365,21 @@ class Experiment:
 
         source = inspect.getsource(importlib.import_module(self.module))
         return hashlib.sha256((__version__ + source).encode()).hexdigest()[:16]
+
+
+@dataclasses.dataclass(frozen=True)
+class _PartsOf:
+    """The parts declaration of experiment ``name``, looked up through its module (picklable)."""
+
+    module: str
+    name: str
+
+    def __call__(self, config):
+        importlib.import_module(self.module)
+        parts_fn = REGISTRY[self.name].parts_fn
+        if parts_fn is None or isinstance(parts_fn, _PartsOf):
+            raise RuntimeError(f"{self.name}: its module {self.module} declares no parts")
+        return parts_fn(config)
 
 
 # name -> Experiment, filled by ``register`` as experiment modules are imported.

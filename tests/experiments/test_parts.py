@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 
 import jax
 import jax.numpy as jnp
@@ -125,6 +126,19 @@ def test_parts_in_any_order_merge_to_the_one_piece_verdict(parts_experiment, tmp
     CALLS.clear()
     assert _cli("reproduce", NAME, "--profile", "full", "--resume", "--out", str(pieces)) == 0
     assert CALLS == []
+
+
+def test_a_part_runs_under_the_watchdog_and_declarations_travel_to_the_child(
+    parts_experiment, tmp_path
+):
+    record = runner.run_experiment(
+        parts_experiment, profile="full", out_dir=tmp_path, part="seed-1", timeout=120
+    )
+    assert record["status"] == "done" and record["units"] == ['{"seed": 1}']
+    assert record["cpu_time_s"] > 0  # the child's own process time
+    # A lambda declaration (not picklable) is found again through the experiment's module.
+    fab = registry.get("fab-hyperparameter")
+    assert pickle.loads(pickle.dumps(fab)).full_parts() == fab.full_parts()
 
 
 def test_report_names_the_missing_parts(parts_experiment, tmp_path):
