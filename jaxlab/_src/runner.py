@@ -263,6 +263,15 @@ def _child(
         messages.put(("done", None))
 
 
+def _child_cpu_seconds(process) -> float | None:
+    """The CPU seconds (user + system) a live child has used, from ``/proc`` (Linux), or None."""
+    try:
+        fields = pathlib.Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
+
+
 def _stop(process) -> None:
     if process.is_alive():
         process.kill()
@@ -326,11 +335,12 @@ def run_in_child(
         while True:
             now = time.perf_counter()
             if now > deadline:
+                cpu = _child_cpu_seconds(process)  # the child's own, read before it is stopped
                 _stop(process)
                 reason = f"timed out after {limit:g} s (stopped by the watchdog, --timeout)"
                 if not started:
                     reason += "; the child process never started the experiment"
-                _error_record(record, reason, now - start)
+                _error_record(record, reason, now - start, cpu)
                 write(out_dir, record)
                 return record
             try:
@@ -487,8 +497,7 @@ def _run_part_here(experiment: Experiment, part: str, seed: int, out_dir, progre
                 if mode.unit_raised or not mode.skipped:
                     raise
                 ending = (
-                    f"the run stopped at {type(e).__name__} after skipping units outside this "
-                    "part"
+                    f"the run stopped at {type(e).__name__} after skipping units outside this part"
                 )
         if not mode.computed and ending != "the run reached its end":
             raise RuntimeError(
