@@ -121,6 +121,7 @@ def test_parts_in_any_order_merge_to_the_one_piece_verdict(parts_experiment, tmp
     assert merged["missing_parts"] == [] and merged["cpu_time_s"] >= merged["merge_cpu_time_s"]
     report = (pieces / "REPORT.md").read_text()
     assert "## Full profiles in parts" in report and "| seed-1 | **done** |" in report
+    assert "| time (s) | CPU (s) |" in report
 
     # everything on disk: resume keeps it all and computes nothing.
     CALLS.clear()
