@@ -710,7 +710,13 @@ from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 4
 # run function is unchanged.
 _run_star = _parts.as_unit(_run_star, lambda *a, **k: {"star": "all"})
 _run_qcqp = _parts.as_unit(_run_qcqp, lambda *a, **k: {"qcqp": "all"})
-_run_size = _parts.as_unit(_run_size, lambda case, *a, **k: {"size": f"{case[0]}x{case[1]}"})
+_run_size = _parts.as_unit(
+    _run_size,  # the key tells (b)'s size from a speed case of the same size (smoke: both 2x3)
+    lambda case, seed, count, config, rng_key, *a, **k: {
+        "size": f"{case[0]}x{case[1]}",
+        "key": "-".join(str(v) for v in np.asarray(jax.random.key_data(rng_key)).ravel()),
+    },
+)
 # Quick took 16.8 min on the shared CPU (README) for the star, two 10,000-step trainings with
 # their solves and one 500-step one; assumed: the star ~100 s at 50 starts, a 10,000-step case
 # ~400 s at (10, 10), scaling with the constraint work n m + n² (not timed apart).

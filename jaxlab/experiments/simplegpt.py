@@ -270,7 +270,8 @@ def _train_lanes(
             return (states if keep_states else None), np.asarray(losses), np.asarray(vals)
 
         # One unit per compiled call (issue 45: a full profile in parts).
-        coords = {"model": f"{gpt.norm_placement}/{gpt.num_layers}", "group": start // per_call}
+        model = f"{gpt.norm_placement}/{gpt.d_model}x{gpt.num_layers}/{steps}"
+        coords = {"model": model, "group": start // per_call}
         states, losses, vals = unit(coords, train_group)
         for j, lane_id in enumerate(group):
             out["losses"][lane_id] = losses[j]
@@ -657,7 +658,12 @@ def _full_parts(config: SimpleGPTLRConfig) -> list[_parts.RunPart]:
                 _parts.RunPart(
                     f"sweep-{placement.replace('_', '-')}-{first}",
                     f"LR sweep, {placement}, lanes {groups} of {lanes} ((LR index, seed) in order)",
-                    {"model": (f"{placement}/{config.num_layers}",), "group": groups},
+                    {
+                        "model": (
+                            f"{placement}/{config.d_model}x{config.num_layers}/{config.steps}",
+                        ),
+                        "group": groups,
+                    },
                     cpu_s=cpu,
                     device_s=_parts.device_seconds(cpu, "dense"),
                     estimate=how,
@@ -671,7 +677,13 @@ def _full_parts(config: SimpleGPTLRConfig) -> list[_parts.RunPart]:
                     _parts.RunPart(
                         f"depth-{placement.replace('_', '-')}-{s}",
                         f"depth point, {placement}, seed {s} (Hessians in the merge)",
-                        {"model": (f"{placement}/{config.depth_num_layers}",), "group": (s,)},
+                        {
+                            "model": (
+                                f"{placement}/{config.depth_d_model}x{config.depth_num_layers}"
+                                f"/{config.depth_steps}",
+                            ),
+                            "group": (s,),
+                        },
                         cpu_s=cpu,
                         device_s=_parts.device_seconds(cpu, "dense"),
                         estimate=how,
