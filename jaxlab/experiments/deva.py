@@ -770,9 +770,11 @@ def _full_parts(config: DevaConfig) -> list[_parts.RunPart]:
         for method in config.lm_methods:
             grid = sorted(getattr(config, f"lm_lrs_{method}"))
             lrs = grid
-            if extension:
-                ks = range(1, config.lm_max_extensions + 1)
-                lrs = [grid[0] / factor**k for k in ks] + [grid[-1] * factor**k for k in ks]
+            if extension:  # divided and multiplied step by step, as the bracket does
+                low, high, lrs = grid[0], grid[-1], []
+                for _ in range(config.lm_max_extensions):
+                    low, high = low / factor, high * factor
+                    lrs += [low, high]
             cpu = _STEP_COST.get(method, 1.0) * flops / _parts.CPU_FLOPS_PER_S
             for lr in lrs:
                 for s in range(config.lm_seeds):
