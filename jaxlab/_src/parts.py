@@ -223,12 +223,14 @@ def running(part: RunPart | None, stored: dict[str, Any]) -> Iterator[_Mode]:
         _MODE.reset(token)
 
 
-def unit(coords: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
+def unit(coords: Mapping[str, Any], compute: Callable[[], Any], *, skipped: Any = SKIPPED) -> Any:
     """One unit of work of a run: ``compute()``, or its stored value when running in parts.
 
     Args:
       coords: the unit's coordinates (JSON-able values), distinct for every unit of a run.
       compute: the work, with no argument; its value must pickle (arrays, dicts, numbers).
+      skipped: what a unit outside the running part returns (``(SKIPPED,) * 2`` for a unit
+        whose value the run unpacks as a pair).
 
     Returns:
       ``compute()`` in a one-piece run; in a part, the stored or computed value or
@@ -254,7 +256,7 @@ def unit(coords: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
         raise UnitMissing(f"unit {key} is in no stored part")
     if not mode.depth and not mode.part.selects(coords):
         mode.skipped.append(key)
-        return SKIPPED
+        return skipped
     mode.depth += 1
     try:
         value = compute()
@@ -267,8 +269,13 @@ def unit(coords: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
     return value
 
 
-def as_unit(fn: Callable, coords: Callable[..., Mapping[str, Any]]) -> Callable:
+def as_unit(
+    fn: Callable, coords: Callable[..., Mapping[str, Any]], *, outputs: int | None = None
+) -> Callable:
     """``fn`` as a unit: each call is :func:`unit` with ``coords(*args, **kwargs)``.
+
+    ``outputs``: for a function returning a tuple of that many values (which the run unpacks),
+    a skipped call returns as many :data:`SKIPPED`.
 
     Rebinding a module-level function at the end of its module (``_train = as_unit(_train,
     lambda config, seed, *_: {"seed": seed})``) makes every call of it from the run function
@@ -286,9 +293,11 @@ def as_unit(fn: Callable, coords: Callable[..., Mapping[str, Any]]) -> Callable:
     if not callable(coords):
         raise TypeError(f"coords must be a function of fn's arguments -> mapping, got {coords!r}")
 
+    skipped = SKIPPED if outputs is None else (SKIPPED,) * outputs
+
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
-        return unit(coords(*args, **kwargs), lambda: fn(*args, **kwargs))
+        return unit(coords(*args, **kwargs), lambda: fn(*args, **kwargs), skipped=skipped)
 
     wrapped.__wrapped_unit__ = fn
     return wrapped

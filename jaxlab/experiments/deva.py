@@ -462,7 +462,11 @@ def _lm_method(config, method, program, seed_keys, progress) -> dict[str, Any]:
                 lambda init_key=init_key, data_key=data_key: jax.device_get(
                     program(init_key, jnp.float32(lr), data_key)
                 ),
+                skipped=None,
             )
+            if losses is None:  # a run outside this part (issue 45)
+                runs[lr].append(None)
+                continue
             losses = np.asarray(losses, np.float64)
             smoothed = trailing_mean(losses, config.lm_smooth)
             runs[lr].append(
@@ -483,6 +487,8 @@ def _lm_method(config, method, program, seed_keys, progress) -> dict[str, Any]:
     grid = list(getattr(config, f"lm_lrs_{method}"))
     for lr in progress.track(grid, total=len(grid), description=f"language model: {method}"):
         run_lr(lr)
+    if any(r is None for rs in runs.values() for r in rs):
+        return None  # runs outside this part: no bracket to extend (issue 45)
     extensions = 0
     lrs, i = best()
     while extensions < config.lm_max_extensions and i in (0, len(lrs) - 1):

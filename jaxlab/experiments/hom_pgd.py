@@ -708,7 +708,7 @@ from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 4
 
 # Units: the star toy, the QCQP setting (b), and each speed case's size; rebound here so that the
 # run function is unchanged.
-_run_star = _parts.as_unit(_run_star, lambda *a, **k: {"star": "all"})
+_run_star = _parts.as_unit(_run_star, lambda *a, **k: {"star": "all"}, outputs=2)
 _run_qcqp = _parts.as_unit(_run_qcqp, lambda *a, **k: {"qcqp": "all"})
 _run_size = _parts.as_unit(
     _run_size,  # the key tells (b)'s size from a speed case of the same size (smoke: both 2x3)

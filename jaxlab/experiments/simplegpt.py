@@ -272,7 +272,9 @@ def _train_lanes(
         # One unit per compiled call (issue 45: a full profile in parts).
         model = f"{gpt.norm_placement}/{gpt.d_model}x{gpt.num_layers}/{steps}"
         coords = {"model": model, "group": start // per_call}
-        states, losses, vals = unit(coords, train_group)
+        states, losses, vals = unit(coords, train_group, skipped=(None,) * 3)
+        if losses is None:  # a compiled call outside this part (issue 45)
+            continue
         for j, lane_id in enumerate(group):
             out["losses"][lane_id] = losses[j]
             out["val"][lane_id] = float(vals[j])
@@ -340,6 +342,8 @@ def _sweep(config, train, eval_windows, rng_key, progress):
             config, gpt, config.steps, train, eval_windows, lanes, config.learning_rates,
             seed_keys, keep_states=config.depth_is_sweep and placement in config.depth_placements,
         )  # fmt: skip
+        if len(trained["val"]) < len(lanes):  # lanes outside this part (issue 45)
+            continue
         per_lr = []
         for i, lr in enumerate(config.learning_rates):
             runs = [

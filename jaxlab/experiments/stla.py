@@ -650,7 +650,7 @@ from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 4
 
 # Units: the synthetic layers, the LM's training, each (bits, method) quantization of the LM.
 _synthetic = _parts.as_unit(_synthetic, lambda *a, **k: {"synthetic": "all"})
-_train_model = _parts.as_unit(_train_model, lambda *a, **k: {"lm": "train"})
+_train_model = _parts.as_unit(_train_model, lambda *a, **k: {"lm": "train"}, outputs=5)
 
 
 def _full_parts(config: STLAConfig) -> list[_parts.RunPart]:
