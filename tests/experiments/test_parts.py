@@ -264,7 +264,10 @@ def test_skipped_units_stop_a_part_when_used():
             float(skipped)
         with pytest.raises(_parts.PartStopped):
             np.asarray(skipped)
-    assert mode.computed == {'{"seed": 0}': 3} and mode.skipped == ['{"seed": 1}']
+        pair = _parts.as_unit(lambda seed: (seed, -seed), lambda seed: {"seed": seed}, outputs=2)
+        first, second = pair(2)  # skipped, and still unpacks as the run expects
+        assert first is _parts.SKIPPED and second is _parts.SKIPPED
+    assert mode.computed == {'{"seed": 0}': 3} and mode.skipped == ['{"seed": 1}', '{"seed": 2}']
 
 
 def _quiet():
