@@ -500,9 +500,11 @@ def _run_part_here(experiment: Experiment, part: str, seed: int, out_dir, progre
                     f"the run stopped at {type(e).__name__} after skipping units outside this part"
                 )
         if not mode.computed and ending != "the run reached its end":
+            waiting = ", ".join(mode.skipped[:3]) + (" ..." if len(mode.skipped) > 3 else "")
             raise RuntimeError(
                 f"part {part!r} computed no unit: nothing in the run matched its selection "
-                f"{run_part.select} before the run used a unit outside it"
+                f"{run_part.select} before the run used a unit outside it (units not on disk: "
+                f"{waiting}; run the parts holding them first)"
             )
         blob = pickle.dumps(mode.computed, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:
