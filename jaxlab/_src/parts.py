@@ -88,6 +88,9 @@ class RunPart:
     cpu_s: float
     device_s: float
     estimate: str
+    # Computes its units only if the run asks for them once every non-optional part is on disk
+    # (an lr extension of a bracket); asked for nothing then, it is done with no units.
+    optional: bool = False
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -119,6 +122,7 @@ class RunPart:
             "cpu_s": float(self.cpu_s),
             "device_s": float(self.device_s),
             "fits_device_call": self.device_s <= DEVICE_PART_LIMIT_S,
+            "optional": bool(self.optional),
             "estimate": self.estimate,
         }
 

@@ -499,7 +499,13 @@ def _run_part_here(experiment: Experiment, part: str, seed: int, out_dir, progre
                 ending = (
                     f"the run stopped at {type(e).__name__} after skipping units outside this part"
                 )
-        if not mode.computed and ending != "the run reached its end":
+        others_in = all(
+            r is not None or p.optional or p.name == part
+            for p, r in part_status(experiment, out_dir, seed)
+        )
+        if not mode.computed and run_part.optional and others_in:
+            ending += "; the run asked for none of this optional part's units"
+        elif not mode.computed and ending != "the run reached its end":
             waiting = ", ".join(mode.skipped[:3]) + (" ..." if len(mode.skipped) > 3 else "")
             raise RuntimeError(
                 f"part {part!r} computed no unit: nothing in the run matched its selection "

@@ -494,6 +494,8 @@ def _lm_method(config, method, program, seed_keys, progress) -> dict[str, Any]:
     while extensions < config.lm_max_extensions and i in (0, len(lrs) - 1):
         factor = config.lm_lr_factor
         run_lr(lrs[0] / factor if i == 0 else lrs[-1] * factor)
+        if any(r is None for rs in runs.values() for r in rs):
+            return None  # an extension outside this part (issue 45)
         extensions += 1
         lrs, i = best()
     return {
@@ -793,6 +795,7 @@ def _full_parts(config: DevaConfig) -> list[_parts.RunPart]:
                             cpu_s=cpu,
                             device_s=_parts.device_seconds(cpu, "dense"),
                             estimate=how,
+                            optional=extension,
                         )  # fmt: skip
                     )
     return out
