@@ -462,7 +462,7 @@ def _lm_method(config, method, program, seed_keys, progress) -> dict[str, Any]:
                 lambda init_key=init_key, data_key=data_key: jax.device_get(
                     program(init_key, jnp.float32(lr), data_key)
                 ),
-                skipped=None,
+                skipped=(None, None),
             )
             if losses is None:  # a run outside this part (issue 45)
                 runs[lr].append(None)
