@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import optax
 from jax.flatten_util import ravel_pytree
 
 from jaxlab._src.validation import (
@@ -53,7 +54,6 @@ __all__ = [
     "default_tangent_solve",
     "dense_tangent_solve",
     "gmres_tangent_solve",
-    "tree_l2_norm",
 ]
 
 #: Largest number of unknowns solved densely by default. The dense path costs n Jacobian-vector
@@ -78,6 +78,11 @@ class SolverStatus(enum.IntEnum):
     - ``BAD_BATCH_SIZE`` (4): a traced ``batch_schedule`` returned a size outside
       ``[1, 2^31 - 1]`` (the stochastic VI solvers): that step is not taken, params and state are
       those before it.
+    - ``PRIMAL_INFEASIBLE`` (5): the update found a certificate that the problem has no feasible
+      point (:class:`jaxlab.solvers.DenseQP`'s ADMM; also :class:`jaxlab.nn.DisjunctiveLayer`'s
+      status for an input whose rules are infeasible).
+    - ``DUAL_INFEASIBLE`` (6): the update found a certificate that the objective is unbounded
+      below on the feasible set (:class:`jaxlab.solvers.DenseQP`'s ADMM).
 
     Codes are ordered: every code ``>= NONFINITE`` is a failure. ``NONFINITE`` takes precedence
     over ``CONVERGED`` and ``MAXITER``, and a failure reported by ``update`` over the others.
@@ -94,14 +99,8 @@ class SolverStatus(enum.IntEnum):
     MAXITER = 2
     NONFINITE = 3
     BAD_BATCH_SIZE = 4
-
-
-#: ``state.status`` of a :class:`jaxlab.solvers.DenseQP` run stopped by a primal infeasibility
-#: certificate (also the status of :class:`jaxlab.nn.DisjunctiveLayer` for an input whose rules
-#: are infeasible). It is a failure code (``> SolverStatus.NONFINITE``), so ``run``'s loop stops
-#: on it; ``SolverStatus`` does not name it yet. Defined here, below both, so ``jaxlab.nn`` can
-#: import it without importing ``jaxlab.solvers`` (which imports ``jaxlab.nn``).
-QP_PRIMAL_INFEASIBLE = 5
+    PRIMAL_INFEASIBLE = 5
+    DUAL_INFEASIBLE = 6
 
 
 class OptStep(NamedTuple):
@@ -115,19 +114,6 @@ class OptStep(NamedTuple):
 
     params: Any
     state: Any
-
-
-def tree_l2_norm(tree: Any) -> jax.Array:
-    """Euclidean norm of a pytree, treated as one flat vector.
-
-    Examples:
-      >>> float(tree_l2_norm({"a": jnp.array([3.0]), "b": jnp.array([4.0])}))
-      5.0
-    """
-    leaves = jax.tree.leaves(tree)
-    if not leaves:
-        return jnp.zeros(())
-    return jnp.sqrt(sum(jnp.sum(jnp.abs(x) ** 2) for x in leaves))
 
 
 def _check_linear_system(linear_fn, rhs, *, tol=0.0, atol=0.0, maxiter=None) -> None:
@@ -279,7 +265,7 @@ class IterativeSolver:
       ...     def update(self, params, state, target):
       ...         grad = self.optimality_fun(params, target)
       ...         return OptStep(params - self.stepsize * grad,
-      ...                        State(state.iter_num + 1, tree_l2_norm(grad)))
+      ...                        State(state.iter_num + 1, optax.tree.norm(grad)))
       >>> solver = GradientDescent(maxiter=100, tol=1e-6)
       >>> round(float(solver.run(jnp.zeros(()), jnp.asarray(3.0)).params), 4)
       3.0
@@ -365,7 +351,7 @@ class IterativeSolver:
                 params, state, status = carry
                 new = step(params, state)
                 done = status != running  # frozen once stopped (converged, maxiter, failed)
-                keep = lambda old, new: jax.tree.map(lambda o, n: jnp.where(done, o, n), old, new)
+                keep = lambda old, new: optax.tree.where(done, old, new)
                 return keep((params, state, status), new), None
 
             (params, state, _), _ = jax.lax.scan(

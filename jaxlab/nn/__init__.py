@@ -31,6 +31,7 @@ gradients), rule checks (:func:`rule_satisfaction`, :func:`rule_violation`, the 
 and tasks (:func:`gap_rules`, :func:`input_decided_regression_task`, ...).
 """
 
+from jaxlab._src.training import ScanTrainResult, scan_train
 from jaxlab.nn import hessian
 from jaxlab.nn._disjunctive import (
     Disjunct,
@@ -100,10 +101,8 @@ from jaxlab.nn._simplegpt import (
     simplegpt_schedule,
 )
 from jaxlab.nn._text import (
-    ScanTrainResult,
     loss_curve_stability,
     sample_batch,
-    scan_train,
     split_corpus,
     stdlib_byte_corpus,
     train_language_model,

@@ -47,10 +47,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from jax.typing import ArrayLike
 
 from jaxlab._src import validation
-from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus, tree_l2_norm
+from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus
+from jaxlab._src.tree import add_scale
 from jaxlab.distributed import (
     check_column_stochastic,
     check_jointly_strongly_connected,
@@ -155,19 +157,6 @@ def _mix(
 def _per_agent(fn: Callable, axis_name: str | None) -> Callable:
     """``fn`` on one agent's slices, mapped over the leading axis when agents are stacked."""
     return fn if axis_name is not None else jax.vmap(fn)
-
-
-def _tree_axpy(a: Any, x: Any, y: Any) -> Any:
-    """``y + a x`` leafwise (``a`` a scalar)."""
-    return jax.tree.map(lambda xi, yi: yi + jnp.asarray(a, yi.dtype) * xi, x, y)
-
-
-def _tree_sub(x: Any, y: Any) -> Any:
-    return jax.tree.map(jnp.subtract, x, y)
-
-
-def _tree_add(x: Any, y: Any) -> Any:
-    return jax.tree.map(jnp.add, x, y)
 
 
 class _AgentSolver(IterativeSolver):
@@ -401,7 +390,7 @@ class PushPull(_AgentSolver):
 
     def _error(self, params, grads):
         consensus = _consensus_error(params, self.axis_name)
-        gradient = tree_l2_norm(_agent_mean(grads, self.axis_name))
+        gradient = optax.tree.norm(_agent_mean(grads, self.axis_name))
         return gradient + consensus, consensus
 
     def init_state(self, init_params, *args, rng_key: jax.Array) -> PushPullState:
@@ -427,13 +416,13 @@ class PushPull(_AgentSolver):
         pull, push = self._matrices(state.rng_key, state.iter_num, n)
         alpha = self.stepsize
         if self.tracking:
-            new_params = self._mix(pull, _tree_axpy(-alpha, state.tracker, params), "pull")
+            new_params = self._mix(pull, add_scale(params, -alpha, state.tracker), "pull")
             grads = self._grads(new_params, args)
-            tracker = _tree_add(
-                self._mix(push, state.tracker, "push"), _tree_sub(grads, state.grad)
+            tracker = optax.tree.add(
+                self._mix(push, state.tracker, "push"), optax.tree.sub(grads, state.grad)
             )
         else:
-            new_params = _tree_axpy(-alpha, state.grad, self._mix(pull, params, "pull"))
+            new_params = add_scale(self._mix(pull, params, "pull"), -alpha, state.grad)
             grads = self._grads(new_params, args)
             tracker = grads
         error, consensus = self._error(new_params, grads)
@@ -639,7 +628,7 @@ class FAB(_AgentSolver):
 
     def _error(self, params, directions):
         consensus = _consensus_error(tuple(params), self.axis_name)
-        gradient = tree_l2_norm(_agent_mean(tuple(directions), self.axis_name))
+        gradient = optax.tree.norm(_agent_mean(tuple(directions), self.axis_name))
         return gradient + consensus, consensus
 
     def init_state(self, init_params, *args, rng_key: jax.Array) -> FABState:
@@ -676,7 +665,7 @@ class FAB(_AgentSolver):
         if self.tracking:
             moved = FABParams(
                 *(
-                    _tree_axpy(-step, s, v)
+                    add_scale(v, -step, s)
                     for step, s, v in zip(steps, trackers, params, strict=True)
                 )
             )
@@ -684,14 +673,14 @@ class FAB(_AgentSolver):
             new_directions = self._directions(new_params, lam, args)
             new_trackers = FABParams(
                 *(
-                    _tree_add(self._mix(push, s, "push"), _tree_sub(d_new, d_old))
+                    optax.tree.add(self._mix(push, s, "push"), optax.tree.sub(d_new, d_old))
                     for s, d_new, d_old in zip(trackers, new_directions, directions, strict=True)
                 )
             )
         else:
             new_params = FABParams(
                 *(
-                    _tree_axpy(-step, d, self._mix(pull, v, "pull"))
+                    add_scale(self._mix(pull, v, "pull"), -step, d)
                     for step, d, v in zip(steps, directions, params, strict=True)
                 )
             )
@@ -711,7 +700,7 @@ class FAB(_AgentSolver):
             fresh = self._directions(params, lam, args)
             trackers = FABParams(
                 *(
-                    _tree_add(s, _tree_sub(d_new, d_old))
+                    optax.tree.add(s, optax.tree.sub(d_new, d_old))
                     for s, d_new, d_old in zip(trackers, fresh, directions, strict=True)
                 )
             )

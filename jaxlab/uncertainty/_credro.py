@@ -32,6 +32,7 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
+from jaxlab._src.training import scan_train
 from jaxlab._src.validation import (
     check_array,
     check_distribution,
@@ -310,32 +311,27 @@ def train_credal_ensemble(
     warm_steps = jnp.asarray(warmup_fraction, jnp.float32) * steps
 
     def objective(params, batch_x, batch_y, level, erm):
-        per_sample = optax.softmax_cross_entropy_with_integer_labels(apply_fn(params, batch_x),
-                                                                     batch_y)  # fmt: skip
+        logits = apply_fn(params, batch_x)
+        per_sample = optax.softmax_cross_entropy_with_integer_labels(logits, batch_y)
         return jnp.where(erm, jnp.mean(per_sample), dro_loss(per_sample, kind=kind, level=level))
 
-    def member_step(params, state, key, level, erm):
-        index = jax.random.randint(key, (batch_size,), 0, x.shape[0])
-        value, grads = jax.value_and_grad(objective)(params, x[index], y[index], level, erm)
-        updates, state = tx.update(grads, state, params)
-        return optax.apply_updates(params, updates), state, value
-
-    def body(carry, inputs_t):
-        params, state = carry
-        t, key = inputs_t
-        keys = jax.random.split(key, levels.shape[0])
-        erm = t < warm_steps
-        params, state, values = jax.vmap(member_step, in_axes=(0, 0, 0, 0, None))(
-            params, state, keys, levels, erm
-        )
-        return (params, state), values
-
-    state = jax.vmap(tx.init)(init_params)
+    # Member m's minibatch at step t comes from split(split(rng_key, steps)[t], M)[m], so each
+    # member trains on its own stream; the members are vmapped lanes of the shared loop.
     step_keys = jax.random.split(rng_key, steps)
-    (params, _), values = jax.lax.scan(
-        body, (init_params, state), (jnp.arange(steps, dtype=jnp.float32), step_keys)
-    )
-    return params, values
+    member_keys = jax.vmap(lambda key: jax.random.split(key, levels.shape[0]))(step_keys)
+    times = jnp.arange(steps, dtype=jnp.float32)
+
+    def train_member(params, keys, level):
+        def loss_fn(params, batch):
+            key, t = batch
+            index = jax.random.randint(key, (batch_size,), 0, x.shape[0])
+            return objective(params, x[index], y[index], level, t < warm_steps)
+
+        result = scan_train(loss_fn, params, tx, (keys, times), steps)
+        return result.params, result.losses
+
+    params, values = jax.vmap(train_member, in_axes=(0, 1, 0))(init_params, member_keys, levels)
+    return params, values.T
 
 
 # --------------------------------------------------------------------------------------------
