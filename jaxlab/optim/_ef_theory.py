@@ -22,6 +22,7 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
+from jaxlab._src.deprecation import renamed_keyword
 from jaxlab._src.validation import check_real_array
 
 __all__ = [
@@ -601,11 +602,12 @@ def ef21_lyapunov(
 # The worst-case instances.
 
 
+@renamed_keyword("step_size", "learning_rate")
 def linear_one_step_matrix(
     method: str,
     curvature: ArrayLike,
     theta: ArrayLike,
-    step_size: ArrayLike,
+    learning_rate: ArrayLike,
     alpha: ArrayLike,
 ) -> jax.Array:
     r"""The one-step matrix of EF or EF21 on the paper's worst-case instances in 2-D.
@@ -626,7 +628,7 @@ def linear_one_step_matrix(
       method: ``"ef"`` or ``"ef21"`` (static).
       curvature: ``lambda_i > 0``, a scalar (one worker) or a 1-D array of ``n`` values.
       theta: rotation angles ``theta_i``, the same shape as ``curvature``.
-      step_size: ``eta > 0``.
+      learning_rate: ``eta > 0`` (``step_size=`` is a deprecated alias).
       alpha: contraction parameter of the compressor, in ``(0, 1]``.
 
     Returns:
@@ -653,12 +655,12 @@ def linear_one_step_matrix(
             f"{np.shape(curvature)} and {np.shape(theta)}"
         )
     check_real_array(curvature, "curvature", minimum=0.0, include_minimum=False)
-    check_real_array(step_size, "step_size", minimum=0.0, include_minimum=False)
+    check_real_array(learning_rate, "learning_rate", minimum=0.0, include_minimum=False)
     _check_alpha(alpha)
     dtype = jnp.result_type(float)
     lam = jnp.atleast_1d(jnp.asarray(curvature, dtype=dtype))
     ang = jnp.atleast_1d(jnp.asarray(theta, dtype=dtype))
-    eta = jnp.asarray(step_size, dtype=dtype)
+    eta = jnp.asarray(learning_rate, dtype=dtype)
     n = lam.shape[0]
     s = _sqrt_distortion(alpha)
     cos, sin = jnp.cos(ang), jnp.sin(ang)
