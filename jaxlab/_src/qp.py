@@ -142,10 +142,7 @@ def qp_kkt_tangent_solve(linear_fn, rhs):
       >>> [round(v, 4) for v in x.tolist()]
       [1.0, 1.0]
     """
-    if not callable(linear_fn):
-        raise TypeError(
-            f"linear_fn must be callable as linear_fn(x) -> like rhs, got {linear_fn!r}"
-        )
+    validation.check_callable(linear_fn, "linear_fn", signature="linear_fn(x) -> like rhs")
     flat_rhs, unravel = ravel_pytree(rhs)
 
     def flat_fn(v):
@@ -199,10 +196,7 @@ def qp_kkt_regularized_solve(linear_fn, rhs):
       >>> round(float(qp_kkt_regularized_solve(kkt, rhs).primal[0]), 4)
       2.0
     """
-    if not callable(linear_fn):
-        raise TypeError(
-            f"linear_fn must be callable as linear_fn(x) -> like rhs, got {linear_fn!r}"
-        )
+    validation.check_callable(linear_fn, "linear_fn", signature="linear_fn(x) -> like rhs")
     if not isinstance(rhs, QPSolution):
         raise TypeError(f"rhs must be a QPSolution(primal, dual), got {type(rhs).__name__}")
     flat_rhs, unravel = ravel_pytree(rhs)

@@ -38,6 +38,7 @@ from jax.flatten_util import ravel_pytree
 
 from jaxlab._src.validation import (
     check_bool,
+    check_callable,
     check_floating_tree,
     check_int,
     check_nonnegative,
@@ -118,10 +119,7 @@ class OptStep(NamedTuple):
 
 def _check_linear_system(linear_fn, rhs, *, tol=0.0, atol=0.0, maxiter=None) -> None:
     """Eager checks of a tangent solve's arguments (shapes only: works on traced ``rhs``)."""
-    if not callable(linear_fn):
-        raise TypeError(
-            f"linear_fn must be callable as linear_fn(x) -> like rhs, got {linear_fn!r}"
-        )
+    check_callable(linear_fn, "linear_fn", signature="linear_fn(x) -> like rhs")
     check_floating_tree(rhs, "rhs")
     check_nonnegative(tol, "tol")
     check_nonnegative(atol, "atol")
@@ -287,11 +285,12 @@ class IterativeSolver:
         check_bool(self.implicit_diff, "implicit_diff")
         check_bool(self.unroll, "unroll")
         check_bool(self.jit, "jit")
-        if self.implicit_diff_solve is not None and not callable(self.implicit_diff_solve):
-            raise TypeError(
-                "implicit_diff_solve must be None or callable as solve(matvec, b) -> x, got "
-                f"{self.implicit_diff_solve!r}"
-            )
+        check_callable(
+            self.implicit_diff_solve,
+            "implicit_diff_solve",
+            signature="solve(matvec, b) -> x",
+            allow_none=True,
+        )
 
     # -- to be defined by subclasses -------------------------------------------------------
     def init_state(self, init_params, *args, **kwargs):  # pragma: no cover - interface

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxlab._src.validation import check_bool, check_int, check_positive_int
+from jaxlab._src.validation import check_bool, check_callable, check_int, check_positive_int
 
 __all__ = ["ScanTrainResult", "scan_train"]
 
@@ -124,8 +124,7 @@ def scan_train(
         num_steps = check_positive_int(num_steps, "num_steps")
     if not isinstance(tx, optax.GradientTransformation):
         raise TypeError(f"tx must be an optax.GradientTransformation, got {type(tx).__name__}")
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    check_callable(loss_fn, "loss_fn")
     has_aux = check_bool(has_aux, "has_aux")
     if not isinstance(start_step, jax.core.Tracer):
         check_int(start_step, "start_step", minimum=0)

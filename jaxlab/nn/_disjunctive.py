@@ -67,6 +67,7 @@ from jaxlab._src.solver import SolverStatus
 from jaxlab._src.validation import (
     check_array,
     check_bool,
+    check_choice,
     check_finite_array,
     check_int,
     check_last_axis,
@@ -1019,8 +1020,7 @@ class LiftedHull:
 
 
 def _check_formulation(formulation, num_dnf_rules, rule_set):
-    if not isinstance(formulation, str) or formulation not in FORMULATIONS:
-        raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
+    check_choice(formulation, "formulation", FORMULATIONS)
     if num_dnf_rules is not None:
         if formulation != "partial_dnf":
             raise ValueError("num_dnf_rules applies to formulation='partial_dnf' only")
@@ -1205,8 +1205,7 @@ class DisjunctiveLayer(nnx.Module):
         rho: float = 0.3,
     ):
         self.rule_set = _check_rule_set(rule_set)
-        if not isinstance(mode, str) or mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        check_choice(mode, "mode", MODES)
         self.mode = mode
         check_positive(tol, "tol")
         check_positive(tol_float32, "tol_float32")

@@ -26,6 +26,7 @@ from flax import nnx
 from jaxlab._src.training import scan_train
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
     check_indices,
     check_int,
     check_key,
@@ -241,8 +242,7 @@ def train_language_model(
         raise TypeError(f"tx must be an optax.GradientTransformation, got {type(tx).__name__}")
     if not isinstance(model, nnx.Module):
         raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    check_callable(loss_fn, "loss_fn")
     check_key(rng_key)
     if chunk_size is None:
         chunk_size = eval_every if eval_data is not None else min(steps, 100)

@@ -23,7 +23,7 @@ import optax
 from jax.typing import ArrayLike
 
 from jaxlab._src.deprecation import renamed_keyword
-from jaxlab._src.validation import check_real_array
+from jaxlab._src.validation import check_choice, check_real_array
 
 __all__ = [
     "cgd_optimal_step_size",
@@ -647,8 +647,7 @@ def linear_one_step_matrix(
       D. Berg Thomsen, A. Taylor, A. Dieuleveut, "A Tight Theory of Error Feedback Algorithms in
       Distributed Optimization", ICML 2026 (arXiv 2605.31594).
     """
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    check_choice(method, "method", _METHODS)
     if np.shape(curvature) != np.shape(theta) or np.ndim(curvature) > 1:
         raise ValueError(
             "curvature and theta must be scalars or 1-D arrays of one shape, got "

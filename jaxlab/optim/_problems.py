@@ -29,6 +29,8 @@ from jax.typing import ArrayLike
 from jaxlab._src.deprecation import renamed_keyword
 from jaxlab._src.validation import (
     check_axis_name,
+    check_callable,
+    check_choice,
     check_int,
     check_key,
     check_learning_rate,
@@ -616,14 +618,12 @@ def run_distributed(
       >>> gd.reached, gd.values.size <= 400, gd.bits_per_worker == 160.0 * gd.iterations
       (True, True, True)
     """
-    if measure not in _MEASURES:
-        raise ValueError(f"measure must be one of {_MEASURES}, got {measure!r}")
+    check_choice(measure, "measure", _MEASURES)
     if not isinstance(problem, DistributedProblem):
         raise TypeError(f"problem must be a DistributedProblem, got {type(problem).__name__}")
-    if not callable(transform):
-        raise TypeError(
-            f"transform must be a callable learning_rate -> transform, got {transform!r}"
-        )
+    check_callable(
+        transform, "transform", signature="transform(learning_rate) -> GradientTransformation"
+    )
     check_positive(tolerance, "tolerance")
     max_steps = check_positive_int(max_steps, "max_steps")
     chunk = check_positive_int(chunk, "chunk")

@@ -44,8 +44,11 @@ from jaxlab._src.validation import (
     check_axis_bound,
     check_axis_name,
     check_bool,
+    check_callable,
+    check_choice,
     check_int,
     check_key,
+    check_mesh_axis,
     check_positive,
     check_real,
     concrete_float,
@@ -526,8 +529,7 @@ def build_kernel(
       Ma, Chen & Fox, NeurIPS 2015 (the drift correction λ∇·G⁻¹ of a position-dependent
       diffusion).
     """
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+    check_choice(scheme, "scheme", SCHEMES)
     for name, margin in (("boundary_margin", boundary_margin), ("dual_margin", dual_margin)):
         check_real(
             margin, name, minimum=0.0, maximum=0.5, include_minimum=False, include_maximum=False
@@ -898,14 +900,10 @@ def shard_step(
       >>> bool(jnp.allclose(sharded(key, state)[0].positions, single(key, state)[0].positions))
       True
     """
-    if not callable(step):
-        raise TypeError(f"step must be callable (an algorithm's step), got {type(step).__name__}")
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
-    if not isinstance(axis_name, str) or not axis_name:
-        raise TypeError(f"axis_name must be a non-empty string, got {axis_name!r}")
-    if axis_name not in mesh.axis_names:
-        raise ValueError(f"axis_name {axis_name!r} is not an axis of mesh {mesh.axis_names}")
+    check_callable(
+        step, "step", signature="step(rng_key, state) -> (state, info), an algorithm's step"
+    )
+    check_mesh_axis(mesh, axis_name)
     rows = NamedSharding(mesh, P(axis_name))
 
     def run(rng_key, state):
@@ -964,8 +962,9 @@ def ensemble_step(
       Hammersley & Morton, "A new Monte Carlo technique: antithetic variates", Proc. Cambridge
       Philos. Soc. 1956; Gu & Kim, ICML 2026 (arXiv 2505.02621).
     """
-    if not callable(step):
-        raise TypeError(f"step must be callable (an algorithm's step), got {type(step).__name__}")
+    check_callable(
+        step, "step", signature="step(rng_key, state) -> (state, info), an algorithm's step"
+    )
     antithetic = check_bool(antithetic, "antithetic")
 
     def ensemble(rng_key: jax.Array, state: MFLDState) -> tuple[MFLDState, MFLDInfo]:
@@ -1045,10 +1044,10 @@ def time_average(
     References:
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621).
     """
-    if not callable(step):
-        raise TypeError(f"step must be callable (an algorithm's step), got {type(step).__name__}")
-    if not callable(statistic_fn):
-        raise TypeError(f"statistic_fn must be callable, got {type(statistic_fn).__name__}")
+    check_callable(
+        step, "step", signature="step(rng_key, state) -> (state, info), an algorithm's step"
+    )
+    check_callable(statistic_fn, "statistic_fn")
     if not isinstance(state, MFLDState):
         raise TypeError(f"state must be an MFLDState, got {type(state).__name__}")
     check_key(rng_key, "rng_key")

@@ -165,19 +165,17 @@ class _AgentSolver(IterativeSolver):
 
     def __post_init__(self):
         super().__post_init__()
-        if not callable(self.graph_fn):
-            raise TypeError(
-                f"graph_fn must be callable as graph_fn(rng_key, step) -> (n, n) boolean "
-                f"adjacency, got {self.graph_fn!r}"
-            )
-        if not callable(self.weights_fn):
-            raise TypeError(f"weights_fn must be callable, got {self.weights_fn!r}")
+        validation.check_callable(
+            self.graph_fn,
+            "graph_fn",
+            signature="graph_fn(rng_key, step) -> (n, n) boolean adjacency",
+        )
+        validation.check_callable(self.weights_fn, "weights_fn")
         validation.check_bool(self.tracking, "tracking")
         validation.check_axis_name(self.axis_name)
         if isinstance(self.axis_name, tuple):  # the agents are one axis (ppermute along it)
             raise TypeError(f"axis_name must be None or a single axis name, got {self.axis_name!r}")
-        if self.mixing not in _MIXINGS:
-            raise ValueError(f"mixing must be one of {_MIXINGS}, got {self.mixing!r}")
+        validation.check_choice(self.mixing, "mixing", _MIXINGS)
         if self.mixing == "sparse" and self.axis_name is None:
             raise ValueError(
                 "mixing='sparse' exchanges messages with ppermute over a named axis: set "
@@ -378,10 +376,7 @@ class PushPull(_AgentSolver):
     tol: float = 1e-10
 
     def __post_init__(self):
-        if not callable(self.grad_fn):
-            raise TypeError(
-                f"grad_fn must be callable as grad_fn(x_i, *args_i), got {self.grad_fn!r}"
-            )
+        validation.check_callable(self.grad_fn, "grad_fn", signature="grad_fn(x_i, *args_i)")
         validation.check_positive(self.stepsize, "stepsize")
         super().__post_init__()
 
@@ -589,11 +584,11 @@ class FAB(_AgentSolver):
 
     def __post_init__(self):
         for name in ("upper_grad_fn", "lower_grad_fn"):
-            if not callable(getattr(self, name)):
-                raise TypeError(
-                    f"{name} must be callable as {name}(x_i, y_i, *args_i) -> (grad_x, grad_y), "
-                    f"got {getattr(self, name)!r}"
-                )
+            validation.check_callable(
+                getattr(self, name),
+                name,
+                signature=f"{name}(x_i, y_i, *args_i) -> (grad_x, grad_y)",
+            )
         validation.check_positive(self.penalty, "penalty")
         validation.check_positive(self.upper_stepsize, "upper_stepsize")
         validation.check_positive(self.lower_stepsize, "lower_stepsize")

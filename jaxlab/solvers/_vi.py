@@ -378,8 +378,7 @@ def minibatch_operator(sample_operator_fn: Callable[..., Any]) -> Callable[..., 
       A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
-    if not callable(sample_operator_fn):
-        raise TypeError(f"sample_operator_fn must be callable, got {sample_operator_fn!r}")
+    validation.check_callable(sample_operator_fn, "sample_operator_fn")
 
     def operator_fn(z, rng_key, batch_size, *args):
         batch_size = jnp.asarray(batch_size).astype(jnp.int32)
@@ -428,12 +427,8 @@ def natural_residual(
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
     validation.check_positive(stepsize, "stepsize")
-    if not callable(operator_fn):
-        raise TypeError(
-            f"operator_fn must be callable as operator_fn(z, *args), got {operator_fn!r}"
-        )
-    if projection is not None and not callable(projection):
-        raise TypeError(f"projection must be callable or None, got {projection!r}")
+    validation.check_callable(operator_fn, "operator_fn", signature="operator_fn(z, *args)")
+    validation.check_callable(projection, "projection", allow_none=True)
     _float_dtype(params)
     out = jax.eval_shape(lambda z, *a: operator_fn(z, *a), params, *args)
     _check_like("operator_fn", out, params, "(z, *args)")
@@ -527,25 +522,21 @@ class _StochasticVISolver(IterativeSolver):
 
     def __post_init__(self):
         super().__post_init__()
-        if not callable(self.operator_fn):
-            raise TypeError(
-                f"operator_fn must be callable as operator_fn(z, rng_key, batch_size, *args), "
-                f"got {self.operator_fn!r}"
-            )
+        validation.check_callable(
+            self.operator_fn, "operator_fn", signature="operator_fn(z, rng_key, batch_size, *args)"
+        )
         validation.check_positive(self.stepsize, "stepsize")
         validation.check_positive(self.residual_stepsize, "residual_stepsize")
-        if self.projection is not None and not callable(self.projection):
-            raise TypeError(f"projection must be callable or None, got {self.projection!r}")
-        if not callable(self.batch_schedule):
-            raise TypeError(
-                f"batch_schedule must be callable as batch_schedule(k) -> int, got "
-                f"{self.batch_schedule!r}"
-            )
-        if self.exact_operator_fn is not None and not callable(self.exact_operator_fn):
-            raise TypeError(
-                f"exact_operator_fn must be callable as exact_operator_fn(z, *args) or None, got "
-                f"{self.exact_operator_fn!r}"
-            )
+        validation.check_callable(self.projection, "projection", allow_none=True)
+        validation.check_callable(
+            self.batch_schedule, "batch_schedule", signature="batch_schedule(k) -> int"
+        )
+        validation.check_callable(
+            self.exact_operator_fn,
+            "exact_operator_fn",
+            signature="exact_operator_fn(z, *args)",
+            allow_none=True,
+        )
         if self.implicit_diff and self.exact_operator_fn is None:
             raise ValueError(
                 "implicit_diff=True differentiates the root of optimality_fun, which needs the "
@@ -795,8 +786,7 @@ class StochasticExtragradient(_StochasticVISolver):
         validation.check_real(
             self.relaxation, "relaxation", minimum=0.0, maximum=1.0, include_minimum=False
         )
-        if self.variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
+        validation.check_choice(self.variant, "variant", _VARIANTS)
 
     def update(self, params, state: VIState, *args, rng_key=None) -> OptStep:
         del rng_key  # the state carries the key
@@ -890,12 +880,9 @@ class HalpernExtragradient(_StochasticVISolver):
 
     def __post_init__(self):
         super().__post_init__()
-        if not callable(self.anchor_schedule):
-            raise TypeError(f"anchor_schedule must be callable, got {self.anchor_schedule!r}")
-        if self.estimator not in _ESTIMATORS:
-            raise ValueError(f"estimator must be one of {_ESTIMATORS}, got {self.estimator!r}")
-        if self.variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
+        validation.check_callable(self.anchor_schedule, "anchor_schedule")
+        validation.check_choice(self.estimator, "estimator", _ESTIMATORS)
+        validation.check_choice(self.variant, "variant", _VARIANTS)
         for name in ("restart_every", "recursive_batch_size"):
             validation.check_int(getattr(self, name), name, minimum=1, maximum=_MAX_BATCH)
 
@@ -1047,10 +1034,7 @@ def run_to_checkpoints(
       A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
-    if not callable(build_solver):
-        raise TypeError(
-            f"build_solver must be callable as build_solver(lane), got {build_solver!r}"
-        )
+    validation.check_callable(build_solver, "build_solver", signature="build_solver(lane)")
     validation.check_bool(by_calls, "by_calls")
     if norm_cap != float("inf"):  # +inf: no cap
         validation.check_positive(norm_cap, "norm_cap")

@@ -35,6 +35,8 @@ from jax.typing import ArrayLike
 from jaxlab._src.training import scan_train
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
+    check_choice,
     check_distribution,
     check_key,
     check_positive,
@@ -223,15 +225,14 @@ def dro_loss(losses: ArrayLike, *, kind: str, level: ArrayLike) -> jax.Array:
     References:
       Wang et al., CreDRO, ICML 2026.
     """
+    check_choice(kind, "kind", DRO_KINDS)
     if kind == "cvar":
         return cvar_loss(losses, level=level)
     if kind == "cvar_exact":
         return cvar_loss(losses, level=level, exact=True)
     if kind == "kl":
         return tilted_loss(losses, temperature=level)
-    if kind == "chi2":
-        return chi2_dro_loss(losses, radius=level)
-    raise ValueError(f"kind must be one of {DRO_KINDS}, got {kind!r}")
+    return chi2_dro_loss(losses, radius=level)  # kind == "chi2", the last of DRO_KINDS
 
 
 def train_credal_ensemble(
@@ -286,11 +287,9 @@ def train_credal_ensemble(
     References:
       Wang et al., CreDRO, ICML 2026.
     """
-    if not callable(apply_fn):
-        raise TypeError(f"apply_fn must be a function (params, x) -> logits, got {apply_fn!r}")
+    check_callable(apply_fn, "apply_fn", signature="apply_fn(params, x) -> logits")
     check_key(rng_key)
-    if kind not in DRO_KINDS:
-        raise ValueError(f"kind must be one of {DRO_KINDS}, got {kind!r}")
+    check_choice(kind, "kind", DRO_KINDS)
     steps = check_positive_int(steps, "steps")
     batch_size = check_positive_int(batch_size, "batch_size")
     check_real_array(warmup_fraction, "warmup_fraction", minimum=0.0, maximum=1.0)
