@@ -214,7 +214,7 @@ def default_tangent_solve(linear_fn, rhs):
       [2.0, 3.0]
     """
     _check_linear_system(linear_fn, rhs)
-    if _tree_size(rhs) <= DENSE_SOLVE_MAX_SIZE:
+    if optax.tree.size(rhs) <= DENSE_SOLVE_MAX_SIZE:
         return dense_tangent_solve(linear_fn, rhs)
     return gmres_tangent_solve(linear_fn, rhs)
 
@@ -387,7 +387,7 @@ class IterativeSolver:
         stopped = jax.lax.stop_gradient((init_params, args, kwargs))
         params, state = self._loop(stopped[0], *stopped[1], **stopped[2])
         params = jax.lax.stop_gradient(params)
-        if self.implicit_diff_solve is None and _tree_size(params) <= DENSE_SOLVE_MAX_SIZE:
+        if self.implicit_diff_solve is None and optax.tree.size(params) <= DENSE_SOLVE_MAX_SIZE:
             # Small default: custom_root with the dense solve (forward and reverse mode).
             params = jax.lax.custom_root(
                 lambda p: self.optimality_fun(p, *args, **kwargs),
@@ -399,10 +399,6 @@ class IterativeSolver:
             solve = self.implicit_diff_solve or default_tangent_solve
             params = _attach_implicit_derivative(self.optimality_fun, solve, params, args, kwargs)
         return OptStep(params, state)
-
-
-def _tree_size(tree) -> int:
-    return sum(int(jnp.size(leaf)) for leaf in jax.tree.leaves(tree))
 
 
 def _attach_implicit_derivative(optimality_fun, solve, solution, args, kwargs):

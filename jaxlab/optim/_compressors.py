@@ -279,6 +279,8 @@ class Compressor(abc.ABC):
 
     # -- the fused path error feedback takes (private) ------------------------------------------
 
+    # Not pytree arithmetic that optax.tree has: the compressor's own selection, fused with
+    # the error-feedback combination (the docstring says why).
     def _tree_compress_fused(
         self,
         combine: Any,

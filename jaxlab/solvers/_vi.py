@@ -388,7 +388,7 @@ def minibatch_operator(sample_operator_fn: Callable[..., Any]) -> Callable[..., 
                 total, sample_operator_fn(z, jax.random.fold_in(rng_key, i), *args)
             )
 
-        zeros = jax.tree.map(jnp.zeros_like, z)
+        zeros = optax.tree.zeros_like(z)
         total = jax.lax.fori_loop(0, batch_size, body, zeros)
         return jax.tree.map(lambda t: t / batch_size.astype(t.dtype), total)
 
@@ -888,7 +888,7 @@ class HalpernExtragradient(_StochasticVISolver):
 
     def init_state(self, init_params, *args, rng_key=None) -> HalpernState:
         base = super().init_state(init_params, *args, rng_key=rng_key)
-        zeros = jax.tree.map(jnp.zeros_like, init_params)
+        zeros = optax.tree.zeros_like(init_params)
         return HalpernState(
             **base._asdict(),
             previous_params=init_params,
