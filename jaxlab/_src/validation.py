@@ -992,6 +992,10 @@ def check_callable(
       True
       >>> check_callable(None, "callback", allow_none=True) is None
       True
+      >>> check_callable(3, "callback", allow_none=True)
+      Traceback (most recent call last):
+      ...
+      TypeError: callback must be None or callable, got int 3
       >>> check_callable("f", "loss_fn", signature="loss_fn(params, batch) -> scalar")
       Traceback (most recent call last):
       ...
@@ -1001,8 +1005,8 @@ def check_callable(
         return None
     if not callable(value):
         how = f" as {signature}" if signature else ""
-        alternative = " or None" if allow_none else ""
-        raise TypeError(f"{name} must be callable{how}{alternative}, got {_describe(value)}")
+        alternative = "None or " if allow_none else ""
+        raise TypeError(f"{name} must be {alternative}callable{how}, got {_describe(value)}")
     return value
 
 
