@@ -315,22 +315,28 @@ def train_credal_ensemble(
         return jnp.where(erm, jnp.mean(per_sample), dro_loss(per_sample, kind=kind, level=level))
 
     # Member m's minibatch at step t comes from split(split(rng_key, steps)[t], M)[m], so each
-    # member trains on its own stream; the members are vmapped lanes of the shared loop.
+    # member trains on its own stream. One shared loop over the steps with the members stacked:
+    # each member's own optimizer state (the transform vmapped over the members, so a transform
+    # with a global statistic, e.g. clip_by_global_norm, sees one member) and its own gradient
+    # (the gradient of the sum of independent member objectives).
     step_keys = jax.random.split(rng_key, steps)
     member_keys = jax.vmap(lambda key: jax.random.split(key, levels.shape[0]))(step_keys)
     times = jnp.arange(steps, dtype=jnp.float32)
 
-    def train_member(params, keys, level):
-        def loss_fn(params, batch):
-            key, t = batch
-            index = jax.random.randint(key, (batch_size,), 0, x.shape[0])
-            return objective(params, x[index], y[index], level, t < warm_steps)
+    def member_objective(params, key, level, erm):
+        index = jax.random.randint(key, (batch_size,), 0, x.shape[0])
+        return objective(params, x[index], y[index], level, erm)
 
-        result = scan_train(loss_fn, params, tx, (keys, times), steps)
-        return result.params, result.losses
+    def loss_fn(params, batch):
+        keys, t = batch
+        values = jax.vmap(member_objective, in_axes=(0, 0, 0, None))(
+            params, keys, levels, t < warm_steps
+        )
+        return jnp.sum(values), values
 
-    params, values = jax.vmap(train_member, in_axes=(0, 1, 0))(init_params, member_keys, levels)
-    return params, values.T
+    per_member = optax.GradientTransformation(jax.vmap(tx.init), jax.vmap(tx.update))
+    result = scan_train(loss_fn, init_params, per_member, (member_keys, times), steps, has_aux=True)
+    return result.params, result.aux
 
 
 # --------------------------------------------------------------------------------------------
