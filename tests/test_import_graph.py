@@ -8,6 +8,7 @@ topological order. ``jaxlab._src`` is the neutral home both sides may use, so it
 from __future__ import annotations
 
 import ast
+import functools
 import graphlib
 import pathlib
 
@@ -36,14 +37,19 @@ def _imported_subpackages(tree: ast.AST) -> set[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+@functools.cache
+def _read_graph() -> dict[str, frozenset[str]]:
     graph = {}
     for package in SUBPACKAGES:
         edges = set()
         for path in (ROOT / package).rglob("*.py"):
             edges |= _imported_subpackages(ast.parse(path.read_text(), str(path)))
-        graph[package] = edges - {package}
+        graph[package] = frozenset(edges - {package})
     return graph
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {package: set(edges) for package, edges in _read_graph().items()}
 
 
 def test_the_graph_reader_sees_a_planted_cycle():
