@@ -14,10 +14,10 @@ the program hangs with every XLA thread idle on its futex and the host waiting i
 Captured with ``gdb`` on this project's 2-core machine: both ``tf_XLAEigen`` threads in
 ``jax::ParallelBatchMap`` under ``QrFactorization::Kernel``, each reached from
 ``Worker::Parallelize``'s continuation. A vmapped ``lax.scan`` with two independent QRs per step
-(512 lanes of 16x16, 1,000 steps) hung in about half the runs; compiled with
-``xla_cpu_multi_thread_eigen=False`` (the setting this project used before) it still hung (3 of
-7 runs, the same stacks), because that option does not take the pool away from LAPACK kernels.
-With the functions below it never hung (0 of 10). Releases from jaxlib 0.11.1 compile this
+(512 lanes of 16x16, 1,000 steps) hung in 7 of 19 runs; compiled with
+``xla_cpu_multi_thread_eigen=False`` (the setting this project used before) it hung in 7 of 13
+(the same stacks), because that option does not take the pool away from LAPACK kernels. With
+the functions below it never hung (0 of 13 runs). Releases from jaxlib 0.11.1 compile this
 parallel path out; 0.10.2 is the newest this project's registry offers.
 
 The fix is structural rather than a compiler option: on the CPU, a batch (leading axes, or a
