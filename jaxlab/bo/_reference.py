@@ -85,9 +85,9 @@ def numpy_gibbs_sweep(
     validation.check_real_array(uniforms, "uniforms", minimum=0.0, maximum=1.0)
     if np.shape(uniforms) != (n,):
         raise ValueError(f"uniforms must have shape ({n},), got {np.shape(uniforms)}")
-    if np.ndim(prior_draws) != 3 or np.shape(prior_draws)[::2] != (n, 3):
-        shape = np.shape(prior_draws)
-        raise ValueError(f"prior_draws must have shape ({n}, draws, 3), got {shape}")
+    shape = np.shape(prior_draws)  # rows indexed by point (a padded sweep's draws are longer)
+    if len(shape) != 3 or shape[0] < n or shape[2] != 3:
+        raise ValueError(f"prior_draws must have shape (>= {n}, draws, 3), got {shape}")
     xs, ys = _standardize(x, y)
     z = np.array(assignments, dtype=np.int64)
     lp = np.array(log_params, dtype=np.float64)
