@@ -362,7 +362,7 @@ probes(
 
 # Issue 44, second independent probe set: the findings it made, fixed at the entry checks.
 probes(
-    _P + "GaussianMixtureFlow.velocity",
+    _P + "GaussianMixtureFlow",
     raises("t", lambda: I.three_mode_mixture().velocity(jnp.zeros(2), 1.5), ValueError, "t > 1"),
 )
 probes(
