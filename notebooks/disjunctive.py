@@ -106,7 +106,7 @@ for name, layer in (("hull", hull), ("union", union)):
 
 # %%
 tight = tightness_rules()
-n = 21 if SMOKE else 61
+n = 11 if SMOKE else 61
 grid = jnp.stack(jnp.meshgrid(jnp.linspace(0, 1, n), jnp.linspace(0, 1, n)), -1).reshape(-1, 2)
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
 for ax, (title, layer) in zip(

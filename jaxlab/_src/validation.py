@@ -1057,3 +1057,156 @@ def check_mesh_axis(
     if axis_name not in mesh.axis_names:
         raise ValueError(f"{axis_arg} {axis_name!r} is not an axis of {name} {mesh.axis_names}")
     return int(mesh.shape[axis_name])
+
+
+def check_gp_hyperparameters(params: Any, dim: int, name: str = "params") -> None:
+    """The fields of a GP hyper-parameter NamedTuple ``(signal_std, lengthscale, noise_std)``.
+
+    Concrete fields are finite, ``signal_std`` and ``lengthscale`` ``> 0`` and ``noise_std``
+    ``>= 0`` (a negative one would be squared into a plausible variance and pass unnoticed);
+    ``lengthscale`` is a scalar or one entry per input dimension (checked on the shape, so traced
+    values are checked too).
+
+    Examples:
+      >>> from typing import NamedTuple
+      >>> class P(NamedTuple):
+      ...     signal_std: float
+      ...     lengthscale: Any
+      ...     noise_std: float
+      >>> check_gp_hyperparameters(P(1.0, [0.5, 0.5], 0.1), 2)
+      >>> check_gp_hyperparameters(P(1.0, 0.5, -0.1), 2)
+      Traceback (most recent call last):
+      ...
+      ValueError: params.noise_std must be finite and >= 0.0, got -0.1
+    """
+    for field in ("signal_std", "lengthscale"):
+        value = getattr(params, field)
+        check_real_array(value, f"{name}.{field}", minimum=0.0, include_minimum=False)
+    check_real_array(params.noise_std, f"{name}.noise_std", minimum=0.0)
+    shape = tuple(np.shape(params.lengthscale))
+    if len(shape) > 1 or (shape and shape[0] not in (1, dim)):
+        raise ValueError(
+            f"{name}.lengthscale must be a scalar or have one entry per input dimension "
+            f"({dim},), got shape {shape}"
+        )
+
+
+def check_broadcastable(arrays: dict[str, Any]) -> None:
+    """Real arrays (named by the keys) whose shapes broadcast together, checked on shapes only.
+
+    Strings, ``None`` and non-numeric values raise a ``TypeError`` naming the argument; shapes
+    that do not broadcast raise a ``ValueError`` naming every argument and its shape (instead of
+    a JAX broadcasting error from inside the arithmetic).
+
+    Examples:
+      >>> check_broadcastable({"mean": jnp.zeros(3), "std": jnp.ones(3), "best": 0.0})
+      >>> check_broadcastable({"mean": jnp.zeros(3), "std": jnp.ones(2)})
+      Traceback (most recent call last):
+      ...
+      ValueError: mean and std must have shapes that broadcast together, got mean (3,), std (2,)
+    """
+    shapes = {}
+    for name, value in arrays.items():
+        if value is None or isinstance(value, str | bytes):
+            raise TypeError(f"{name} must be a real number or array, got {_describe(value)}")
+        shapes[name] = tuple(np.shape(value))
+    try:
+        np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        names = " and ".join([", ".join(list(shapes)[:-1]), list(shapes)[-1]])
+        got = ", ".join(f"{n} {s}" for n, s in shapes.items())
+        raise ValueError(f"{names} must have shapes that broadcast together, got {got}") from None
+
+
+def check_scalar_callback(fn: Any, name: str, *args: Any) -> None:
+    """``fn`` is callable and, traced abstractly on ``args``, returns one real scalar.
+
+    Run once at entry with :func:`jax.eval_shape` (no compilation, no FLOPs), so a callback that
+    returns a vector or a string is named here rather than failing as "gradient only defined for
+    scalar-output functions" several calls deep.
+
+    Examples:
+      >>> check_scalar_callback(lambda v: jnp.sum(v), "objective", jnp.ones(3))
+      >>> check_scalar_callback(lambda v: v, "objective", jnp.ones(3))
+      Traceback (most recent call last):
+      ...
+      ValueError: objective must return one real scalar, got shape (3,)
+    """
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {_describe(fn)}")
+    out = jax.eval_shape(fn, *args)
+    shape = getattr(out, "shape", None)
+    dtype = getattr(out, "dtype", None)
+    if shape is None or dtype is None:
+        raise TypeError(f"{name} must return one real scalar, got {_describe(out)}")
+    if tuple(shape) not in ((), (1,)):
+        raise ValueError(f"{name} must return one real scalar, got shape {tuple(shape)}")
+    if not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)):
+        raise TypeError(f"{name} must return one real scalar, got dtype {dtype}")
+
+
+def check_int_sequence(value: Any, name: str, *, minimum: int = 1) -> tuple[int, ...]:
+    """A list or tuple of ints ``>= minimum`` (layer sizes), returned as a tuple.
+
+    Examples:
+      >>> check_int_sequence([4, 3], "sizes")
+      (4, 3)
+      >>> check_int_sequence(4, "sizes")
+      Traceback (most recent call last):
+      ...
+      TypeError: sizes must be a list or tuple of ints, got int 4
+    """
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{name} must be a list or tuple of ints, got {_describe(value)}")
+    return tuple(check_int(v, f"{name}[{i}]", minimum=minimum) for i, v in enumerate(value))
+
+
+def check_permutation(value: Any, size: int, name: str) -> None:
+    """A concrete ``value`` of shape ``(size,)`` holding each of ``0 .. size-1`` once.
+
+    Examples:
+      >>> check_permutation(np.array([2, 0, 1]), 3, "order")
+      >>> check_permutation(np.array([0, 0, 1]), 3, "order")
+      Traceback (most recent call last):
+      ...
+      ValueError: order must be a permutation of 0..2, got [0, 0, 1]
+    """
+    if not is_concrete(value):
+        return
+    v = np.asarray(value)
+    if v.shape != (size,):
+        raise ValueError(f"{name} must have shape ({size},), got {v.shape}")
+    if not np.issubdtype(v.dtype, np.integer):
+        raise TypeError(f"{name} must be an array of integers, got dtype {v.dtype}")
+    if not np.array_equal(np.sort(v), np.arange(size)):
+        shown = v.tolist() if size <= 10 else f"{v[:10].tolist()}..."
+        raise ValueError(f"{name} must be a permutation of 0..{size - 1}, got {shown}")
+
+
+def check_weighting_matrix(value: Any, name: str) -> None:
+    """A concrete square weighting matrix (a Hessian, a Gram or Schur-complement metric) that
+    can be positive semidefinite: finite, with a diagonal ``>= 0``.
+
+    The diagonal test is the cheap necessary condition (``e_iᵀ M e_i = M_ii``), kept O(n) so it
+    runs on every call even for 4096-wide layers; a NaN/inf entry, or a negative diagonal (a
+    sign-flipped or wrongly assembled matrix), would otherwise give a finite but meaningless
+    (even negative) weighted error. A traced value is left unchecked.
+
+    Examples:
+      >>> check_weighting_matrix(np.eye(3), "h")
+      >>> check_weighting_matrix(-np.eye(3), "h")
+      Traceback (most recent call last):
+      ...
+      ValueError: h must be a PSD weighting: its diagonal must be >= 0, got a minimum of -1.0
+    """
+    if not is_concrete(value):
+        return
+    m = np.asarray(value)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {m.shape}")
+    check_finite_array(m, name)
+    low = float(np.min(np.diagonal(m))) if m.size else 0.0
+    if low < 0:
+        raise ValueError(
+            f"{name} must be a PSD weighting: its diagonal must be >= 0, got a minimum of {low}"
+        )

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlab._src import validation
 from jaxlab.bo._acquisition import expected_improvement
@@ -28,7 +29,7 @@ from jaxlab.bo._gp import (
     gp_posterior,
     standardize,
 )
-from jaxlab.bo._rambo import RamboState, _check_data, _members
+from jaxlab.bo._rambo import RamboState, _check_data, _check_state, _members
 
 __all__ = [
     "MixturePosterior",
@@ -105,6 +106,11 @@ def spatial_gate(counts, total, alpha, component_var, active=None) -> jax.Array:
     validation.check_real_array(component_var, "component_var", minimum=0.0)
     validation.check_real(total, "total", minimum=0.0)
     validation.check_real_array(alpha, "alpha", minimum=0.0, include_minimum=False)
+    num_regimes = np.shape(counts)[-1] if np.ndim(counts) else 1
+    validation.check_last_axis(component_var, num_regimes, "component_var", "len(counts)")
+    if active is not None and np.shape(active) != np.shape(counts):
+        raise ValueError(f"active must be shaped like counts {np.shape(counts)}, got "
+                         f"{np.shape(active)}")  # fmt: skip
     counts = jnp.asarray(counts)
     component_var = jnp.asarray(component_var)
     dtype = jnp.result_type(component_var, jnp.float32)
@@ -129,6 +135,7 @@ def mixture_moments(weights, means, variances) -> tuple[jax.Array, jax.Array, ja
       [0.4, 0.103, 0.84]
     """
     validation.check_real_array(weights, "weights", minimum=0.0)
+    validation.check_distribution(weights, "weights")
     validation.check_real_array(variances, "variances", minimum=0.0)
     weights, means, variances = (jnp.asarray(v) for v in (weights, means, variances))
     if not (weights.shape == means.shape == variances.shape):
@@ -157,6 +164,7 @@ def mixture_posterior(state: RamboState, x, y, mask=None, *, jitter=DEFAULT_JITT
     """
     validation.check_instance(state, RamboState, "state", "from rambo_fit or rambo_init")
     x, y, mask = _check_data(x, y, mask)
+    _check_state(state, x.shape[0], None, jitter)
     xs, ys, stats = standardize(x, y, mask)
     num_slots = state.log_params.shape[0]
     members = _members(state.assignments, mask, num_slots)
@@ -196,6 +204,7 @@ def mixture_predict(posterior: MixturePosterior, x_test) -> MixturePrediction:
         "from mixture_posterior; a single GP's GPPosterior predicts with its .predict method",
     )
     x_test = validation.check_array(x_test, "x_test", kind="floating", ndim=2)
+    validation.check_finite_array(x_test, "x_test")
     stats = posterior.stats
     validation.check_last_axis(x_test, stats.x_mean.shape[-1], "x_test", "the data's dimension")
     xt = (x_test.astype(stats.x_mean.dtype) - stats.x_mean[None]) / stats.x_std[None]
@@ -229,6 +238,7 @@ def mixture_expected_improvement(prediction: MixturePrediction, best, *, xi=0.1)
       >>> round(float(mixture_expected_improvement(pred, 0.8, xi=0.1)), 6)  # note, check 5
       0.097694
     """
+    validation.check_named_tuple(prediction, MixturePrediction, "prediction")
     validation.check_real(xi, "xi")
     ei = expected_improvement(
         prediction.component_mean, jnp.sqrt(prediction.component_var), best, xi=xi
@@ -249,5 +259,6 @@ def mixture_ucb(prediction: MixturePrediction, *, beta=2.0) -> jax.Array:
       >>> round(float(mixture_ucb(pred, beta=1.0)), 4)  # 0.4 + sqrt(0.943)
       1.3711
     """
+    validation.check_named_tuple(prediction, MixturePrediction, "prediction")
     validation.check_real(beta, "beta", minimum=0.0)
     return prediction.mean + beta * jnp.sqrt(prediction.intra + prediction.inter)

@@ -24,6 +24,7 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
+from jaxlab._src import linalg
 from jaxlab._src.validation import (
     check_bool,
     check_callable,
@@ -678,7 +679,7 @@ def quadratic_toy_hessian(rng_key: jax.Array, eigenvalues: ArrayLike) -> jax.Arr
 
     def block(key, e):
         a = jax.random.normal(key, (size, size), jnp.float32)
-        _, q = jnp.linalg.eigh(a @ a.T)
+        _, q = linalg.eigh(a @ a.T)
         q = q * jnp.where(jnp.diagonal(q) >= 0, 1.0, -1.0)[None, :]
         return (q * e[None, :]) @ q.T
 

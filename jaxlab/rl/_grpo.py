@@ -33,6 +33,7 @@ from jaxlab._src.validation import (
     check_nonnegative,
     check_positive_int,
     concrete_float,
+    is_concrete,
     tree_all_finite,
 )
 
@@ -272,6 +273,8 @@ def grpo_policy_loss(
     else:
         is_bool = getattr(token_mask, "dtype", None) == np.bool_
         mask = jnp.asarray(token_mask) if is_bool else check_array(token_mask, "token_mask")
+        if not is_bool and is_concrete(mask) and not bool(jnp.all((mask == 0) | (mask == 1))):
+            raise ValueError("token_mask must hold 0/1 (or bool) weights, got other values")
         if mask.shape != new.shape:
             raise ValueError(f"token_mask must have logp_new's shape {new.shape}, got {mask.shape}")
         mask = mask.astype(new.dtype)

@@ -35,9 +35,11 @@ from jax.typing import ArrayLike
 from jaxlab._src.training import scan_train
 from jaxlab._src.validation import (
     check_array,
+    check_bool,
     check_callable,
     check_choice,
     check_distribution,
+    check_indices,
     check_key,
     check_positive,
     check_positive_int,
@@ -107,6 +109,7 @@ def cvar_loss(losses: ArrayLike, *, level: ArrayLike, exact: bool = False) -> ja
     """
     losses = _losses(losses)
     check_real_array(level, "level", minimum=0.0, maximum=1.0, include_minimum=False)
+    exact = check_bool(exact, "exact")
     size = losses.shape[0]
     top = jnp.sort(losses)[::-1]
     rank = jnp.arange(size, dtype=losses.dtype)
@@ -298,6 +301,12 @@ def train_credal_ensemble(
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"inputs {x.shape} and labels {y.shape} differ in the number of samples")
     levels = check_array(levels, "levels", kind="real", ndim=1)
+    if is_concrete(levels):
+        for i, level in enumerate(np.asarray(levels, np.float64).tolist()):
+            try:
+                dro_loss(jnp.zeros(1), kind=kind, level=level)
+            except ValueError as err:
+                raise ValueError(f"levels[{i}] = {level} is not a {kind!r} level: {err}") from None
     sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in jax.tree.leaves(init_params)}
     if sizes != {levels.shape[0]}:
         raise ValueError(
@@ -308,6 +317,13 @@ def train_credal_ensemble(
     if not isinstance(tx, optax.GradientTransformation):
         raise TypeError(f"optimizer must be an optax.GradientTransformation, got {optimizer!r}")
     warm_steps = jnp.asarray(warmup_fraction, jnp.float32) * steps
+    # One abstract call (no FLOPs) on the first member: logits (batch, classes), labels in range.
+    member = jax.tree.map(lambda leaf: leaf[0], init_params)
+    logits = jax.eval_shape(apply_fn, member, x[:1])
+    if len(getattr(logits, "shape", ())) != 2 or logits.shape[0] != 1:
+        raise ValueError(f"apply_fn must return logits of shape (batch, classes), got "
+                         f"{getattr(logits, 'shape', logits)} for a batch of 1")  # fmt: skip
+    check_indices(y, "labels", logits.shape[1], "the number of classes apply_fn returns")
 
     def objective(params, batch_x, batch_y, level, erm):
         logits = apply_fn(params, batch_x)
@@ -357,6 +373,11 @@ def _plogp(p: jax.Array) -> jax.Array:
     return jnp.where(p > 0, -p * jnp.log(safe), jnp.where(p == 0, 0.0, jnp.nan))
 
 
+def _check_base(base):
+    if check_positive(base, "base") == 1.0:
+        raise ValueError("base must be > 0 and != 1 (log base 1 is 0), got 1.0")
+
+
 def entropy(probs: ArrayLike, *, base: ArrayLike = 2.0) -> jax.Array:
     """Shannon entropy ``−Σ_c p_c log_base p_c`` over the last axis (``0 log 0 = 0``).
 
@@ -368,8 +389,10 @@ def entropy(probs: ArrayLike, *, base: ArrayLike = 2.0) -> jax.Array:
       >>> float(entropy(jnp.array([0.5, 0.25, 0.25])))
       1.5
     """
-    check_positive(base, "base")
+    _check_base(base)
     p = check_array(probs, "probs", kind="floating")
+    if p.ndim < 1:
+        raise ValueError(f"probs must have a class axis (the last), got shape {p.shape}")
     check_distribution(p, "probs")  # traced: a NaN or negative entry gives NaN
     return jnp.sum(_plogp(p), axis=-1) / jnp.log(jnp.asarray(base, p.dtype))
 
@@ -439,7 +462,7 @@ def upper_entropy(lower: ArrayLike, upper: ArrayLike, *, base: ArrayLike = 2.0) 
     References:
       Abellán & Moral (2003), maximum entropy on credal sets; Wang et al., CreDRO, ICML 2026.
     """
-    check_positive(base, "base")
+    _check_base(base)
     lower, upper = _check_box(lower, upper)
 
     def bisect(_, bounds):
@@ -472,7 +495,7 @@ def lower_entropy(lower: ArrayLike, upper: ArrayLike, *, base: ArrayLike = 2.0) 
     References:
       Wang et al., CreDRO, ICML 2026 (EU = H̄ − H̲).
     """
-    check_positive(base, "base")
+    _check_base(base)
     lower, upper = _check_box(lower, upper)
     classes = lower.shape[-1]
     if classes > MAX_ENUMERATION_CLASSES:
@@ -610,7 +633,11 @@ def accuracy_rejection_curve(
       >>> accuracy_rejection_curve([1, 0, 1, 1], [0.1, 0.9, 0.2, 0.3], [0.0, 0.25, 0.5])
       array([0.75, 1.  , 1.  ])
     """
+    if correct is None or np.asarray(correct).dtype != bool:
+        correct = check_array(correct, "correct", kind="real", host=True)
     hits = np.asarray(correct, dtype=float)
+    if hits.size and not np.all((hits == 0) | (hits == 1)):
+        raise ValueError("correct must hold booleans or 0/1 (the prediction was right)")
     s = np.asarray(check_array(scores, "scores", kind="real", ndim=1, host=True), float)
     rates = check_real_array(rejection_rates, "rejection_rates", minimum=0.0, maximum=1.0,
                              include_maximum=False)  # fmt: skip
