@@ -1210,3 +1210,35 @@ def check_weighting_matrix(value: Any, name: str) -> None:
         raise ValueError(
             f"{name} must be a PSD weighting: its diagonal must be >= 0, got a minimum of {low}"
         )
+
+
+def check_symmetric(value: Any, name: str, *, rtol: float = 1e-5) -> None:
+    """A concrete square matrix equal to its transpose up to ``rtol`` of its largest entry.
+
+    Solvers that read only one triangle, or take ``½xᵀMx`` as the quadratic, otherwise answer a
+    different problem without a word (a non-symmetric ``P`` or Gram). A traced value is left
+    unchecked; the check runs on the host.
+
+    Examples:
+      >>> check_symmetric(np.eye(2), "P")
+      >>> check_symmetric(np.array([[1.0, 2.0], [0.0, 1.0]]), "P")
+      Traceback (most recent call last):
+      ...
+      ValueError: P must be symmetric: |P - Pᵀ| = 2 at (0, 1) > 1e-05 max|P|
+    """
+    if not is_concrete(value):
+        return
+    m = np.asarray(value)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {m.shape}")
+    if m.size == 0 or not np.all(np.isfinite(m)):
+        return  # the finiteness check, where a caller has one, names NaN/inf
+    gap = np.abs(m - m.T)
+    limit = rtol * float(np.max(np.abs(m)))
+    worst = float(np.max(gap))
+    if worst > limit:
+        i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
+        raise ValueError(
+            f"{name} must be symmetric: |{name} - {name}ᵀ| = {worst:.3g} at ({i}, {j}) > "
+            f"{rtol:g} max|{name}|"
+        )

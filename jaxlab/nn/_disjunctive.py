@@ -601,10 +601,10 @@ def _check_rule_set(rule_set: Any) -> RuleSet:
 # Satisfaction of the original rules.
 
 
-def _prepare(rule_set: RuleSet, x: Any, y: Any):
+def _prepare(rule_set: RuleSet, x: Any, y: Any, y_name: str = "y"):
     """``(x, y)`` flattened to ``(N, p)``, ``(N, n)`` with the shared leading shape."""
-    y = check_array(y, "y", kind="floating")
-    check_last_axis(y, rule_set.num_outputs, "y", "num_outputs")
+    y = check_array(y, y_name, kind="floating")
+    check_last_axis(y, rule_set.num_outputs, y_name, "num_outputs")
     lead = y.shape[:-1]
     if rule_set.input_size == 0:
         if x is not None:
@@ -1382,7 +1382,7 @@ class DisjunctiveLayer(nnx.Module):
 
         Returns ``(y, info)``: ``y`` of ``y_hat``'s shape and dtype, :class:`DisjunctiveInfo`.
         """
-        xs, ys, lead = _prepare(self.rule_set, x, y_hat)
+        xs, ys, lead = _prepare(self.rule_set, x, y_hat, "y_hat")
         # One compiled program per layer and batch shape (the solver's loops compiled op by op
         # cost several times more when the layer is called outside jit).
         if self.tables.project is None:

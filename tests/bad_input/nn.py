@@ -722,7 +722,7 @@ probes(
     raises("mode", lambda: nn.DisjunctiveLayer(_GAP_SET, mode="milp"), ValueError),
     raises("tol", lambda: nn.DisjunctiveLayer(_GAP_SET, tol=-1.0), ValueError),
     raises("maxiter", lambda: nn.DisjunctiveLayer(_GAP_SET, maxiter=0), ValueError),
-    raises("y", lambda: nn.DisjunctiveLayer(_GAP_SET)(jnp.zeros((2, 3))), ValueError),
+    raises("y_hat", lambda: nn.DisjunctiveLayer(_GAP_SET)(jnp.zeros((2, 3))), ValueError),
     raises("y", lambda: nn.DisjunctiveLayer(_GAP_SET)(jnp.zeros((2, 1), jnp.int32)), TypeError),
     raises(
         "x",
