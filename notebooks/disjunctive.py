@@ -155,7 +155,8 @@ print("chosen scenario per input:", info.scenario.tolist())
 
 # %% [markdown]
 # An input for which no disjunct applies returns the raw output with status 5
-# (`QP_PRIMAL_INFEASIBLE`) and a zero gradient, inside `jit`; nothing raises in a training step.
+# (`SolverStatus.PRIMAL_INFEASIBLE`) and a zero gradient, inside `jit`; nothing raises in a
+# training step.
 #
 # ## 4. Gradients
 #

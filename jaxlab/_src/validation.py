@@ -982,6 +982,83 @@ def check_progress(value: Any, name: str = "progress") -> None:
         )
 
 
+def check_callable(
+    value: Any, name: str, *, signature: str | None = None, allow_none: bool = False
+) -> Any:
+    """A callable (or ``None`` with ``allow_none``); ``signature`` says how it will be called.
+
+    Examples:
+      >>> check_callable(len, "size_fn") is len
+      True
+      >>> check_callable(None, "callback", allow_none=True) is None
+      True
+      >>> check_callable(3, "callback", allow_none=True)
+      Traceback (most recent call last):
+      ...
+      TypeError: callback must be None or callable, got int 3
+      >>> check_callable("f", "loss_fn", signature="loss_fn(params, batch) -> scalar")
+      Traceback (most recent call last):
+      ...
+      TypeError: loss_fn must be callable as loss_fn(params, batch) -> scalar, got str 'f'
+    """
+    if value is None and allow_none:
+        return None
+    if not callable(value):
+        how = f" as {signature}" if signature else ""
+        alternative = "None or " if allow_none else ""
+        raise TypeError(f"{name} must be {alternative}callable{how}, got {_describe(value)}")
+    return value
+
+
+def check_choice(value: Any, name: str, choices: Any) -> Any:
+    """One of the static options ``choices`` (a tuple, or a mapping's keys); returns ``value``.
+
+    Examples:
+      >>> check_choice("cvar", "kind", ("cvar", "chi2"))
+      'cvar'
+      >>> check_choice("kl", "kind", ("cvar", "chi2"))
+      Traceback (most recent call last):
+      ...
+      ValueError: kind must be one of ('cvar', 'chi2'), got 'kl'
+    """
+    options = tuple(choices)
+    try:
+        known = value in options
+    except (TypeError, ValueError):  # unhashable, or an array's ambiguous truth: no option
+        known = False
+    if not known:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def check_mesh_axis(
+    mesh: Any, axis_name: Any, *, name: str = "mesh", axis_arg: str = "axis_name"
+) -> int:
+    """``mesh`` is a ``jax.sharding.Mesh`` and ``axis_name`` (a non-empty string) one of its
+    axes; returns that axis' size.
+
+    Examples:
+      >>> mesh = jax.make_mesh((1,), ("data",))
+      >>> check_mesh_axis(mesh, "data")
+      1
+      >>> check_mesh_axis(mesh, "model")
+      Traceback (most recent call last):
+      ...
+      ValueError: axis_name 'model' is not an axis of mesh ('data',)
+      >>> check_mesh_axis("mesh", "data")
+      Traceback (most recent call last):
+      ...
+      TypeError: mesh must be a jax.sharding.Mesh, got str
+    """
+    if not isinstance(mesh, jax.sharding.Mesh):
+        raise TypeError(f"{name} must be a jax.sharding.Mesh, got {type(mesh).__name__}")
+    if not isinstance(axis_name, str) or not axis_name:
+        raise TypeError(f"{axis_arg} must be a non-empty string, got {axis_name!r}")
+    if axis_name not in mesh.axis_names:
+        raise ValueError(f"{axis_arg} {axis_name!r} is not an axis of {name} {mesh.axis_names}")
+    return int(mesh.shape[axis_name])
+
+
 def check_gp_hyperparameters(params: Any, dim: int, name: str = "params") -> None:
     """The fields of a GP hyper-parameter NamedTuple ``(signal_std, lengthscale, noise_std)``.
 

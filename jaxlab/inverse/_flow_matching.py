@@ -38,6 +38,7 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
     check_callback_shape,
     check_int,
     check_key,
@@ -183,10 +184,7 @@ def integrate_flow(
     References:
       Y. Lipman et al., "Flow Matching for Generative Modeling", ICLR 2023; P. Kidger, diffrax.
     """
-    if not callable(velocity_fn):
-        raise TypeError(
-            f"velocity_fn must be callable as velocity_fn(params, x, t), got {velocity_fn!r}"
-        )
+    check_callable(velocity_fn, "velocity_fn", signature="velocity_fn(params, x, t)")
     x = check_array(x, "x", kind="floating")
     num_steps = check_positive_int(num_steps, "num_steps")
     _check_time(t0, "t0")
@@ -426,10 +424,7 @@ def flow_matching_loss(
       Y. Lipman et al., "Flow Matching for Generative Modeling", ICLR 2023, eq. (23) with
       ``σ_min = 0`` (the rectified-flow path).
     """
-    if not callable(velocity_fn):
-        raise TypeError(
-            f"velocity_fn must be callable as velocity_fn(params, x, t), got {velocity_fn!r}"
-        )
+    check_callable(velocity_fn, "velocity_fn", signature="velocity_fn(params, x, t)")
     check_key(rng_key)
     x1 = check_array(x1, "x1", kind="floating", ndim=2)
     noise_key, time_key = jax.random.split(rng_key)

@@ -43,6 +43,7 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
     check_finite_array,
     check_floating_tree,
     check_in_range,
@@ -621,8 +622,7 @@ def harm_train_step(
       ``apply_to="reweight"``).
     """
     for name, fn in (("model_fn", model_fn), ("loss_fn", loss_fn)):
-        if not callable(fn):
-            raise TypeError(f"{name} must be a function, got {fn!r}")
+        check_callable(fn, name)
     if not isinstance(optimizer, optax.GradientTransformation):
         raise TypeError(f"optimizer must be an optax.GradientTransformation, got {optimizer!r}")
     kernel_path, bias_path, iterations = _check_options(

@@ -31,6 +31,7 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_bool,
+    check_callable,
     check_callback_shape,
     check_key,
     check_nonnegative,
@@ -76,8 +77,7 @@ class JudgeInfo(NamedTuple):
 
 
 def _check_callable(fn, name):
-    if not callable(fn):
-        raise TypeError(f"{name} must be callable, got {type(fn).__name__} {fn!r}")
+    check_callable(fn, name)
 
 
 def _leading(tree: Any, name: str, minimum: int) -> int:

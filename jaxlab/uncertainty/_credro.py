@@ -32,9 +32,12 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
+from jaxlab._src.training import scan_train
 from jaxlab._src.validation import (
     check_array,
     check_bool,
+    check_callable,
+    check_choice,
     check_distribution,
     check_indices,
     check_key,
@@ -225,15 +228,14 @@ def dro_loss(losses: ArrayLike, *, kind: str, level: ArrayLike) -> jax.Array:
     References:
       Wang et al., CreDRO, ICML 2026.
     """
+    check_choice(kind, "kind", DRO_KINDS)
     if kind == "cvar":
         return cvar_loss(losses, level=level)
     if kind == "cvar_exact":
         return cvar_loss(losses, level=level, exact=True)
     if kind == "kl":
         return tilted_loss(losses, temperature=level)
-    if kind == "chi2":
-        return chi2_dro_loss(losses, radius=level)
-    raise ValueError(f"kind must be one of {DRO_KINDS}, got {kind!r}")
+    return chi2_dro_loss(losses, radius=level)  # kind == "chi2", the last of DRO_KINDS
 
 
 def train_credal_ensemble(
@@ -288,11 +290,9 @@ def train_credal_ensemble(
     References:
       Wang et al., CreDRO, ICML 2026.
     """
-    if not callable(apply_fn):
-        raise TypeError(f"apply_fn must be a function (params, x) -> logits, got {apply_fn!r}")
+    check_callable(apply_fn, "apply_fn", signature="apply_fn(params, x) -> logits")
     check_key(rng_key)
-    if kind not in DRO_KINDS:
-        raise ValueError(f"kind must be one of {DRO_KINDS}, got {kind!r}")
+    check_choice(kind, "kind", DRO_KINDS)
     steps = check_positive_int(steps, "steps")
     batch_size = check_positive_int(batch_size, "batch_size")
     check_real_array(warmup_fraction, "warmup_fraction", minimum=0.0, maximum=1.0)
@@ -317,8 +317,6 @@ def train_credal_ensemble(
     if not isinstance(tx, optax.GradientTransformation):
         raise TypeError(f"optimizer must be an optax.GradientTransformation, got {optimizer!r}")
     warm_steps = jnp.asarray(warmup_fraction, jnp.float32) * steps
-    if not callable(apply_fn):
-        raise TypeError(f"apply_fn must be callable (params, inputs) -> logits, got {apply_fn!r}")
     # One abstract call (no FLOPs) on the first member: logits (batch, classes), labels in range.
     member = jax.tree.map(lambda leaf: leaf[0], init_params)
     logits = jax.eval_shape(apply_fn, member, x[:1])
@@ -328,32 +326,33 @@ def train_credal_ensemble(
     check_indices(y, "labels", logits.shape[1], "the number of classes apply_fn returns")
 
     def objective(params, batch_x, batch_y, level, erm):
-        per_sample = optax.softmax_cross_entropy_with_integer_labels(apply_fn(params, batch_x),
-                                                                     batch_y)  # fmt: skip
+        logits = apply_fn(params, batch_x)
+        per_sample = optax.softmax_cross_entropy_with_integer_labels(logits, batch_y)
         return jnp.where(erm, jnp.mean(per_sample), dro_loss(per_sample, kind=kind, level=level))
 
-    def member_step(params, state, key, level, erm):
-        index = jax.random.randint(key, (batch_size,), 0, x.shape[0])
-        value, grads = jax.value_and_grad(objective)(params, x[index], y[index], level, erm)
-        updates, state = tx.update(grads, state, params)
-        return optax.apply_updates(params, updates), state, value
-
-    def body(carry, inputs_t):
-        params, state = carry
-        t, key = inputs_t
-        keys = jax.random.split(key, levels.shape[0])
-        erm = t < warm_steps
-        params, state, values = jax.vmap(member_step, in_axes=(0, 0, 0, 0, None))(
-            params, state, keys, levels, erm
-        )
-        return (params, state), values
-
-    state = jax.vmap(tx.init)(init_params)
+    # Member m's minibatch at step t comes from split(split(rng_key, steps)[t], M)[m], so each
+    # member trains on its own stream. One shared loop over the steps with the members stacked:
+    # each member's own optimizer state (the transform vmapped over the members, so a transform
+    # with a global statistic, e.g. clip_by_global_norm, sees one member) and its own gradient
+    # (the gradient of the sum of independent member objectives).
     step_keys = jax.random.split(rng_key, steps)
-    (params, _), values = jax.lax.scan(
-        body, (init_params, state), (jnp.arange(steps, dtype=jnp.float32), step_keys)
-    )
-    return params, values
+    member_keys = jax.vmap(lambda key: jax.random.split(key, levels.shape[0]))(step_keys)
+    times = jnp.arange(steps, dtype=jnp.float32)
+
+    def member_objective(params, key, level, erm):
+        index = jax.random.randint(key, (batch_size,), 0, x.shape[0])
+        return objective(params, x[index], y[index], level, erm)
+
+    def loss_fn(params, batch):
+        keys, t = batch
+        values = jax.vmap(member_objective, in_axes=(0, 0, 0, None))(
+            params, keys, levels, t < warm_steps
+        )
+        return jnp.sum(values), values
+
+    per_member = optax.GradientTransformation(jax.vmap(tx.init), jax.vmap(tx.update))
+    result = scan_train(loss_fn, init_params, per_member, (member_keys, times), steps, has_aux=True)
+    return result.params, result.aux
 
 
 # --------------------------------------------------------------------------------------------

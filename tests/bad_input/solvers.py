@@ -716,7 +716,7 @@ probes(
             jnp.array([1.0, -INF]),
             jnp.array([INF, 0.0]),
         ),
-        lambda out: int(out.state.status) == S.QP_PRIMAL_INFEASIBLE,
+        lambda out: int(out.state.status) == S.SolverStatus.PRIMAL_INFEASIBLE,
     ),
 )
 probes(
@@ -737,7 +737,7 @@ probes(
            ValueError, "crossed bounds through run"),
     status("lower", lambda: jax.jit(lambda lo, up: S.DenseQP().run(_QP_INIT, *_QP[:3], lo, up))(
                jnp.ones(2), -jnp.ones(2)),
-           lambda out: int(out.state.status) == S.QP_PRIMAL_INFEASIBLE,
+           lambda out: int(out.state.status) == S.SolverStatus.PRIMAL_INFEASIBLE,
            "traced crossed bounds reported infeasible"),
 )  # fmt: skip
 probes(
