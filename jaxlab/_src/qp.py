@@ -221,6 +221,9 @@ def _check_problem(P, q, A, lower, upper):
     n = q.shape[0]
     if P.shape != (n, n):
         raise ValueError(f"P must have shape (n, n) = ({n}, {n}) to match q, got {P.shape}")
+    # The objective is ½xᵀPx: a non-symmetric P was solved as its symmetric part without a word
+    # (issue 44's second probe set); concrete values only, on the host.
+    validation.check_symmetric(P, "P")
     if A.shape[1] != n:
         raise ValueError(f"A must have shape (m, n) with n = {n} columns, got {A.shape}")
     m = A.shape[0]

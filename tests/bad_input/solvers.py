@@ -705,6 +705,11 @@ probes(
     raises("lower", lambda: S.DenseQP().run(_QP_INIT, *_QP[:3], jnp.zeros(3), _QP[4])),
     raises("lower", lambda: S.DenseQP().init_state(_QP_INIT, *_QP[:3], jnp.full(2, 2.0), _QP[4])),
     raises("P", lambda: S.DenseQP().run(_QP_INIT, jnp.eye(3), *_QP[1:]), ValueError),
+    raises(
+        "P",
+        lambda: S.DenseQP().run(_QP_INIT, jnp.array([[1.0, 2.0], [0.0, 1.0]]), *_QP[1:]),
+        ValueError,
+    ),
     raises("A", lambda: S.DenseQP().run(_QP_INIT, *_QP[:2], jnp.zeros(2, int), *_QP[3:])),
     status(
         "infeasible bounds certified",
