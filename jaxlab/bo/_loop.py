@@ -31,6 +31,7 @@ from jaxlab.bo._acquisition import (
 from jaxlab.bo._gp import GPParams, fit_gp, fit_sgp_botorch, gp_posterior
 from jaxlab.bo._mixture import (
     mixture_expected_improvement,
+    mixture_log_expected_improvement,
     mixture_posterior,
     mixture_predict,
     mixture_ucb,
@@ -87,7 +88,8 @@ class RamboConfig:
 @dataclasses.dataclass(frozen=True)
 class AcquisitionConfig:
     """Acquisition and its optimizer: ``kind`` ``"ei"`` (mixture EI for RAMBO), ``"log_ei"``
-    (:func:`jaxlab.bo.log_expected_improvement`; single-GP surrogates) or ``"ucb"`` (mixture
+    (:func:`jaxlab.bo.log_expected_improvement`; for RAMBO the log of the mixture EI,
+    :func:`jaxlab.bo.mixture_log_expected_improvement`) or ``"ucb"`` (mixture
     UCB, inferred; plain UCB for one GP), ``xi`` (EI margin, objective units), ``beta`` (UCB),
     and :func:`jaxlab.bo.maximize_acquisition`'s settings. ``bayes_opt(surrogate="sgp_botorch")``
     defaults to ``AcquisitionConfig(kind="log_ei", xi=0.0)``, BoTorch's LogEI.
@@ -180,6 +182,8 @@ def _rambo_step(cfg: RamboConfig, acq: AcquisitionConfig):
             pred = mixture_predict(post, z[None])
             if acq.kind == "ei":
                 return mixture_expected_improvement(pred, best, xi=acq.xi)[0]
+            if acq.kind == "log_ei":
+                return mixture_log_expected_improvement(pred, best, xi=acq.xi)[0]
             return mixture_ucb(pred, beta=acq.beta)[0]
 
         x_next, ainfo = _acquire(acq, score, bounds, candidates)
@@ -316,7 +320,7 @@ def bayes_opt(
 
     Raises:
       ValueError: bad bounds, ``num_init < 1`` (zero initial points), an unknown surrogate,
-        ``"log_ei"`` with ``"rambo"``, or a non-finite observation from ``objective``.
+        or a non-finite observation from ``objective``.
       TypeError: a non-callable ``objective``, configurations of the wrong type, or a
         ``progress`` without a ``track`` method.
 
@@ -353,11 +357,6 @@ def bayes_opt(
     ):
         if not isinstance(value, cls):
             raise TypeError(f"{name} must be a {cls.__name__}, got {type(value).__name__}")
-    if surrogate == "rambo" and acquisition.kind == "log_ei":
-        raise ValueError(
-            "acquisition.kind='log_ei' is for the single-GP surrogates ('sgp', 'sgp_botorch'); "
-            "use 'ei' or 'ucb' with surrogate='rambo'"
-        )
     schedule = concentration_schedule(
         rambo.schedule,
         alpha0=rambo.alpha0,

@@ -377,13 +377,6 @@ probes(
     raises("rng_key", lambda: B.bayes_opt(None, B.two_regime, _BOX)),
     raises("progress", lambda: B.bayes_opt(_key(), B.two_regime, _BOX, progress=5), TypeError),
     raises("gp_restarts", lambda: B.bayes_opt(_key(), B.two_regime, _BOX, gp_restarts=0)),
-    raises(
-        "acquisition.kind",
-        lambda: B.bayes_opt(
-            _key(), B.two_regime, _BOX, acquisition=B.AcquisitionConfig(kind="log_ei")
-        ),
-        description="log_ei with rambo",
-    ),
 )
 probes(
     _P + "bo_problem",
