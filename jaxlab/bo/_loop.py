@@ -37,7 +37,7 @@ from jaxlab.bo._mixture import (
     mixture_ucb,
 )
 from jaxlab.bo._priors import concentration_schedule
-from jaxlab.bo._rambo import _VARIANTS, rambo_fit, standardize
+from jaxlab.bo._rambo import _PROPOSALS, _VARIANTS, rambo_fit, standardize
 
 __all__ = ["AcquisitionConfig", "BOResult", "RamboConfig", "bayes_opt"]
 
@@ -52,7 +52,9 @@ class RamboConfig:
 
     ``schedule`` is ``"constant"`` (``alpha0``), ``"linear"`` (``alpha_start → alpha_end`` over
     the run) or ``"sqrtlog"`` (``alpha0 √t/ln(t + e)``); see
-    :func:`jaxlab.bo.concentration_schedule`.
+    :func:`jaxlab.bo.concentration_schedule`. ``split_merge_moves`` Jain-Neal split-merge moves
+    (:func:`jaxlab.bo.rambo_split_merge`, ``restricted_scans`` scans, ``split_merge_proposal``)
+    follow each sweep; 0, the released sampler, by default.
 
     Examples:
       >>> RamboConfig(num_sweeps=1000, burn_in=500, schedule="sqrtlog").alpha0
@@ -70,6 +72,12 @@ class RamboConfig:
     alpha0: float = 2.0
     alpha_start: float = 0.5
     alpha_end: float = 5.0
+    # Off by default: the released sampler (the method the paper and the rambo experiment
+    # compare) has no split-merge move, and each move costs a restricted-Gibbs launch plus, for
+    # the "fitted" proposal, a 25-step MAP fit, per sweep; see rambo_fit.
+    split_merge_moves: int = 0
+    restricted_scans: int = 3
+    split_merge_proposal: str = "fitted"
 
     def __post_init__(self):
         n = validation.check_positive_int(self.num_sweeps, "num_sweeps")
@@ -83,6 +91,13 @@ class RamboConfig:
         for name in ("alpha0", "alpha_start", "alpha_end"):
             validation.check_real(getattr(self, name), name, minimum=0.0, include_minimum=False)
         concentration_schedule(self.schedule, total=2)  # checks the kind
+        validation.check_int(self.split_merge_moves, "split_merge_moves", minimum=0)
+        validation.check_int(self.restricted_scans, "restricted_scans", minimum=0)
+        if self.split_merge_proposal not in _PROPOSALS:
+            raise ValueError(
+                f"split_merge_proposal must be one of {_PROPOSALS}, got "
+                f"{self.split_merge_proposal!r}"
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,6 +189,9 @@ def _rambo_step(cfg: RamboConfig, acq: AcquisitionConfig):
             map_learning_rate=cfg.map_learning_rate,
             max_clusters=cfg.max_clusters,
             variant=cfg.variant,
+            split_merge_moves=cfg.split_merge_moves,
+            restricted_scans=cfg.restricted_scans,
+            split_merge_proposal=cfg.split_merge_proposal,
         )
         post = mixture_posterior(state, x, value, mask)
         best = jnp.max(jnp.where(mask, value, -jnp.inf))

@@ -237,9 +237,7 @@ def mixture_expected_improvement(prediction: MixturePrediction, best, *, xi=0.1)
     return jnp.sum(prediction.weights * ei, -1)
 
 
-def mixture_log_expected_improvement(
-    prediction: MixturePrediction, best, *, xi=0.1
-) -> jax.Array:
+def mixture_log_expected_improvement(prediction: MixturePrediction, best, *, xi=0.1) -> jax.Array:
     """``log`` of :func:`mixture_expected_improvement`, finite where every regime's EI underflows.
 
     ``log Σ_k w_k EI_k = logsumexp_k(log w_k + log EI_k)``, each ``log EI_k`` from

@@ -232,9 +232,9 @@ def test_mixture_log_ei_is_the_log_of_mixture_ei_and_finite_where_it_underflows(
     tail = mixture_log_expected_improvement(pred(far, jnp.float32), 0.8, xi=0.1)
     assert tail.dtype == jnp.float32
     np.testing.assert_allclose(tail, reference, rtol=1e-5)
-    grad = jax.grad(
-        lambda m: mixture_log_expected_improvement(pred(m, jnp.float32), 0.8)[0]
-    )(jnp.asarray(far, jnp.float32))
+    grad = jax.grad(lambda m: mixture_log_expected_improvement(pred(m, jnp.float32), 0.8)[0])(
+        jnp.asarray(far, jnp.float32)
+    )
     assert np.all(np.isfinite(grad)) and float(grad[0, 2]) == 0.0 and float(grad[0, 1]) > 0
 
 
