@@ -91,7 +91,9 @@ def test_configs():
     assert GATING_VARIANT == "reference"
     quick = RamboExperimentConfig.quick()
     assert quick.seeds >= 10 and RamboExperimentConfig.full().seeds >= 10
-    assert quick.botorch_sgp is None  # the hook the BoTorch-style single GP plugs into
+    # the BoTorch-style single GP is reported beside in quick and full, left out of smoke
+    assert quick.botorch_sgp == RamboExperimentConfig.full().botorch_sgp == "sgp_botorch"
+    assert RamboExperimentConfig.smoke().botorch_sgp is None
 
 
 @pytest.mark.slow
