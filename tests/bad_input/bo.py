@@ -278,6 +278,10 @@ probes(
     _P + "mixture_expected_improvement",
     raises("xi", lambda: B.mixture_expected_improvement(_pred(), 0.8, xi=NAN)),
 )
+probes(
+    _P + "mixture_log_expected_improvement",
+    raises("xi", lambda: B.mixture_log_expected_improvement(_pred(), 0.8, xi=NAN)),
+)
 probes(_P + "mixture_ucb", raises("beta", lambda: B.mixture_ucb(_pred(), beta=-1.0)))
 probes(
     _P + "expected_improvement",
@@ -348,6 +352,8 @@ probes(
     raises("variant", lambda: B.RamboConfig(variant="paper")),
     raises("kind", lambda: B.RamboConfig(schedule="cosine")),
     raises("max_clusters", lambda: B.RamboConfig(max_clusters=1)),
+    raises("split_merge_moves", lambda: B.RamboConfig(split_merge_moves=-1)),
+    raises("split_merge_proposal", lambda: B.RamboConfig(split_merge_proposal="gibbs")),
 )
 probes(
     _P + "AcquisitionConfig",
