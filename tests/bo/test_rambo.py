@@ -446,10 +446,12 @@ SPLIT_MERGE_MOVES = 5
 
 @pytest.mark.slow
 @pytest.mark.xfail(
-    strict=False,
-    reason="not yet seen to pass: with prior-drawn new-regime parameters the move ended at ARI "
-    "0.0 on this seed; the run with the fitted proposal (the default) did not finish on the "
-    "loaded machine (issue 38); remove this mark once it is seen to pass",
+    strict=True,
+    reason="the sampler does not reach the partition its model prefers: with the fitted "
+    "proposal (5 moves a sweep, 200 sweeps, key 104) it accepted 2 splits and 1 merge and ended "
+    "in 2 regimes at ARI 0.10 (issue 38, run at ead2f8e; 193 CPU s); with prior-drawn "
+    "parameters, ARI 0.0. The move is invariant (tested above) but its proposals rarely land "
+    "near the true halves of 60 points; more moves or sweeps were not tried in the session",
 )
 def test_split_merge_recovers_the_partition_the_model_prefers():
     with jax.enable_x64(True):
