@@ -24,8 +24,8 @@ slot), so halving the iterations (50 -> 30 rows, as ``benchmarks/peers_botorch.p
 cuts it the most (measured: 0.8 CPU s per RAMBO iteration at 50 rows, 0.085 at 20); sweeps
 and candidates follow. At 40 iterations, 30 sweeps and 1024 candidates one RAMBO run took
 20-25 s wall / 31-33 CPU s on the quiet machine, about 2,000 CPU s for the 60 RAMBO runs
-alone. Full: the paper's 6-D and 10-D Levy and Schwefel (20 + 200 evaluations, 10 seeds, 1000 / 500 sweeps) with both
-concentration schedules (linear 0.5 → 5 and sqrtlog ``α₀ = 2``), 2048 candidates, 20 starts
+alone. Full: the paper's 6-D and 10-D Levy and Schwefel (20 + 200 evaluations, 10 seeds,
+1000 / 500 sweeps) with both concentration schedules (linear 0.5 → 5 and sqrtlog ``α₀ = 2``), 2048 candidates, 20 starts
 refined by Adam then 60 L-BFGS iterations (the released code's optimizer); the verdict reads
 the first RAMBO arm. Quick and full run the BoTorch-style single GP beside (``sgp-botorch``:
 ``bayes_opt(surrogate="sgp_botorch")`` with its LogEI, ``ξ = 0``), reported against RAMBO by the
