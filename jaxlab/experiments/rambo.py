@@ -14,22 +14,23 @@ computes them); the textbook likelihood runs beside it (``rambo-<schedule>-textb
 not gating). A BoTorch-style single GP (issue 38, part A) is reported beside too, not gating,
 when ``botorch_sgp`` names its surrogate.
 
-Quick: 2-D problems, 10 initial points + 20 iterations, 10 seeds, constant ``α = 2``, MAP
-refits every 5 sweeps, 20 sweeps / 5 burn-in and 512 Sobol candidates refined from the best 5
-by 25 Adam steps, no L-BFGS stage. Shrunk from the note's quick sizes (40 iterations, 40 sweeps
-/ 15 burn-in, 2048 candidates) to keep the profile under the issue's 10 minutes on 2 cores
-without dropping below 10 seeds: a RAMBO run's cost grows steeply with the padded size
-``num_init + num_iters`` (every fit sweeps all ``n`` rows with ``n × n`` rank-one updates per
-slot), so halving the iterations (50 -> 30 rows, as ``benchmarks/peers_botorch.py``'s 10 + 20)
-cuts it the most (measured: 0.8 CPU s per RAMBO iteration at 50 rows, 0.085 at 20); sweeps
-and candidates follow. At 40 iterations, 30 sweeps and 1024 candidates one RAMBO run took
-20-25 s wall / 31-33 CPU s on the quiet machine, about 2,000 CPU s for the 60 RAMBO runs
-alone. Full: the paper's 6-D and 10-D Levy and Schwefel (20 + 200 evaluations, 10 seeds,
-1000 / 500 sweeps) with both concentration schedules (linear 0.5 → 5 and sqrtlog ``α₀ = 2``), 2048 candidates, 20 starts
-refined by Adam then 60 L-BFGS iterations (the released code's optimizer); the verdict reads
-the first RAMBO arm. Quick and full run the BoTorch-style single GP beside (``sgp-botorch``:
-``bayes_opt(surrogate="sgp_botorch")`` with its LogEI, ``ξ = 0``), reported against RAMBO by the
-same paired interval, not gating; smoke leaves it out (its multi-start fit compiles for ~10 s).
+Quick: 2-D problems, 10 initial points + 20 iterations, 10 seeds, constant ``α = 2``, MAP refits
+every 5 sweeps, 20 sweeps / 5 burn-in and 512 Sobol candidates refined from the best 5 by 25 Adam
+steps, no L-BFGS stage. Shrunk from the note's quick sizes (40 iterations, 40 sweeps / 15 burn-in,
+2048 candidates) to keep the profile under the issue's 10 minutes on 2 cores without dropping below
+10 seeds: a RAMBO run's cost grows steeply with the padded size ``num_init + num_iters`` (every fit
+sweeps all ``n`` rows with ``n × n`` rank-one updates per slot), so halving the iterations (50 ->
+30 rows, as ``benchmarks/peers_botorch.py``'s 10 + 20) cuts it the most (measured: 0.8 CPU s per
+RAMBO iteration at 50 rows, 0.085 at 20); sweeps and candidates follow. At 40 iterations, 30 sweeps
+and 1024 candidates one RAMBO run took 20-25 s wall / 31-33 CPU s on the quiet machine, about 2,000
+CPU s for the 60 RAMBO runs alone; the whole quick run at these sizes used 220 CPU s (905 s
+wall on the shared machine at load 7-15). Full: the paper's 6-D and 10-D Levy and Schwefel (20 + 200
+evaluations, 10 seeds, 1000 / 500 sweeps) with both concentration schedules (linear 0.5 → 5 and
+sqrtlog ``α₀ = 2``), 2048 candidates, 20 starts refined by Adam then 60 L-BFGS iterations (the
+released code's optimizer); the verdict reads the first RAMBO arm. Quick and full run the
+BoTorch-style single GP beside (``sgp-botorch``: ``bayes_opt(surrogate="sgp_botorch")`` with its
+LogEI, ``ξ = 0``), reported against RAMBO by the same paired interval, not gating; smoke leaves it
+out (its multi-start fit compiles for ~10 s).
 
 Verdict: three parts, each decided by the paired Student-t 95% interval over seeds of a mean
 difference of ``log10`` final regret (pass when the interval meets the gap, fail when it
