@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab._src import validation
-from jaxlab.bo._acquisition import expected_improvement
+from jaxlab.bo._acquisition import expected_improvement, log_expected_improvement
 from jaxlab.bo._gp import (
     DEFAULT_JITTER,
     GPParams,
@@ -35,6 +35,7 @@ __all__ = [
     "MixturePosterior",
     "MixturePrediction",
     "mixture_expected_improvement",
+    "mixture_log_expected_improvement",
     "mixture_moments",
     "mixture_posterior",
     "mixture_predict",
@@ -244,6 +245,44 @@ def mixture_expected_improvement(prediction: MixturePrediction, best, *, xi=0.1)
         prediction.component_mean, jnp.sqrt(prediction.component_var), best, xi=xi
     )
     return jnp.sum(prediction.weights * ei, -1)
+
+
+def mixture_log_expected_improvement(prediction: MixturePrediction, best, *, xi=0.1) -> jax.Array:
+    """``log`` of :func:`mixture_expected_improvement`, finite where every regime's EI underflows.
+
+    ``log Σ_k w_k EI_k = logsumexp_k(log w_k + log EI_k)``, each ``log EI_k`` from
+    :func:`jaxlab.bo.log_expected_improvement` on the regime's de-standardized mean and latent
+    standard deviation; regimes with zero gate weight (inactive slots) drop out. Where the
+    mixture EI is representable the two agree; far from every regime's incumbent, where it
+    underflows to 0 (a flat acquisition surface), this stays finite with useful gradients.
+
+    Args:
+      prediction: from :func:`mixture_predict`.
+      best: the incumbent ``f*`` (maximization).
+      xi: exploration margin ``ξ`` in the objective's units.
+
+    Returns:
+      ``log`` mixture EI, shape ``prediction.weights.shape[:-1]``.
+
+    Examples:
+      >>> import math, jax.numpy as jnp
+      >>> pred = MixturePrediction(None, None, None, jnp.array([0.7, 0.3]), jnp.array([1.0, -1.0]),
+      ...                          jnp.array([0.2, 0.5]) ** 2)
+      >>> round(math.exp(float(mixture_log_expected_improvement(pred, 0.8, xi=0.1))), 6)
+      0.097694
+      >>> far = pred._replace(component_mean=jnp.array([-40.0, -50.0]))  # EI = 0 in float32
+      >>> bool(jnp.isfinite(mixture_log_expected_improvement(far, 0.8)))
+      True
+    """
+    validation.check_real(xi, "xi")
+    log_ei = log_expected_improvement(
+        prediction.component_mean, jnp.sqrt(prediction.component_var), best, xi=xi
+    )
+    weights = jnp.asarray(prediction.weights)
+    positive = weights > 0
+    # The inner where keeps log(0)'s infinite gradient away from zero-weight regimes.
+    log_w = jnp.where(positive, jnp.log(jnp.where(positive, weights, 1.0)), -jnp.inf)
+    return jax.scipy.special.logsumexp(log_w + log_ei, axis=-1)
 
 
 def mixture_ucb(prediction: MixturePrediction, *, beta=2.0) -> jax.Array:

@@ -278,6 +278,10 @@ probes(
     _P + "mixture_expected_improvement",
     raises("xi", lambda: B.mixture_expected_improvement(_pred(), 0.8, xi=NAN)),
 )
+probes(
+    _P + "mixture_log_expected_improvement",
+    raises("xi", lambda: B.mixture_log_expected_improvement(_pred(), 0.8, xi=NAN)),
+)
 probes(_P + "mixture_ucb", raises("beta", lambda: B.mixture_ucb(_pred(), beta=-1.0)))
 probes(
     _P + "expected_improvement",
@@ -348,6 +352,8 @@ probes(
     raises("variant", lambda: B.RamboConfig(variant="paper")),
     raises("kind", lambda: B.RamboConfig(schedule="cosine")),
     raises("max_clusters", lambda: B.RamboConfig(max_clusters=1)),
+    raises("split_merge_moves", lambda: B.RamboConfig(split_merge_moves=-1)),
+    raises("split_merge_proposal", lambda: B.RamboConfig(split_merge_proposal="gibbs")),
 )
 probes(
     _P + "AcquisitionConfig",
@@ -377,13 +383,6 @@ probes(
     raises("rng_key", lambda: B.bayes_opt(None, B.two_regime, _BOX)),
     raises("progress", lambda: B.bayes_opt(_key(), B.two_regime, _BOX, progress=5), TypeError),
     raises("gp_restarts", lambda: B.bayes_opt(_key(), B.two_regime, _BOX, gp_restarts=0)),
-    raises(
-        "acquisition.kind",
-        lambda: B.bayes_opt(
-            _key(), B.two_regime, _BOX, acquisition=B.AcquisitionConfig(kind="log_ei")
-        ),
-        description="log_ei with rambo",
-    ),
 )
 probes(
     _P + "bo_problem",
