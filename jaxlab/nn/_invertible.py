@@ -741,6 +741,13 @@ def invertibility_error(
     latents = check_array(latents, "latents", kind="floating")
     if latents.ndim != 2 or latents.shape[-1] != model.num_features:
         raise ValueError(f"latents must have shape (N, {model.num_features}), got {latents.shape}")
+    return _round_trip_error(model, latents, condition)
+
+
+@nnx.jit
+def _round_trip_error(model: InvertibleNet, latents: jax.Array, condition) -> jax.Array:
+    # One compiled program per architecture and shape: eagerly, the inverse's lax.fori_loop
+    # (one per MADE layer) would be traced and compiled again at every call.
     x = model(latents, condition)[0]
     return jnp.max(jnp.abs(model.inverse(x, condition) - latents), axis=-1)
 
