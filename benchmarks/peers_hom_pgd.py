@@ -122,7 +122,9 @@ def _summary(rows, local, multi):
     }
 
 
-def run(steps: int = 2000, num_instances: int = 10, sizes=SIZES, seed: int = 0) -> dict:
+def run(
+    steps: int = 2000, num_instances: int = 10, sizes=SIZES, seed: int = 0, on_size=None
+) -> dict:
     missing = check_peer()
     if missing:
         raise RuntimeError(missing)
@@ -190,6 +192,8 @@ def run(steps: int = 2000, num_instances: int = 10, sizes=SIZES, seed: int = 0) 
             row["coverage_ratio"] <= COVERAGE_RATIO
         )
         report["sizes"].append(row)
+        if on_size is not None:  # keep what is done: a size costs tens of minutes on the CPU
+            on_size(report)
     return report
 
 
@@ -213,15 +217,22 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--instances", type=int, default=10)
     parser.add_argument("--out", default="results/benchmarks")
+    parser.add_argument(
+        "--sizes", default="2x3,10x10", help="comma-separated n x m, e.g. 2x3,10x10"
+    )
     args = parser.parse_args(argv)
+    sizes = tuple(tuple(int(v) for v in size.split("x")) for size in args.sizes.split(","))
     missing = check_peer()
     if missing:
         print(f"peers_hom_pgd: cannot run the authors' side: {missing}", file=sys.stderr)
         return 2
-    report = run(args.steps, args.instances)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "hom_pgd_peer.json").write_text(json.dumps(report, indent=2) + "\n")
+
+    def save(report):
+        (out / "hom_pgd_peer.json").write_text(json.dumps(report, indent=2) + "\n")
+
+    report = run(args.steps, args.instances, sizes, on_size=save)
     _print(report)
     return 0
 
