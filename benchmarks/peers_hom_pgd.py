@@ -28,7 +28,8 @@ default, ``jaxlab``) and on the first only (``film="first"``, the authors' place
 ``--out`` keeps the authors' side of each size (``authors_NxM.npz/.json``) and ``--reuse``
 takes it back when the exported spec is identical.
 
-Results at 2,000 steps (10 instances of seed 2030, branch issue-41-finish at 8b19211, jaxlab with
+Results at 2,000 steps (10 instances per size, seeds 2030 and 2025, branch issue-41-finish at
+8b19211; the authors' n = 2 side from the run at 9ff5d6e, same spec, via --reuse; jaxlab with
 the adopted defaults: radial repair, all iterations; medians over the instances whose end point
 is feasible; the gap against the best of 20 SLSQP starts equals the one against SLSQP from
 x = 0 on every instance here):
@@ -42,16 +43,25 @@ n, m       side                    feasible  coverage  optimizer   end to end IN
 2, 3       jaxlab (FiLM both)      100%      5.9%      0.00%       5.9%       8.3e-7
 2, 3       jaxlab (FiLM first)     100%      7.0%      0.00%       7.0%       6.6e-7
 2, 3       jaxlab, ball projection 100%      37.9%     0.00%       37.9%      8.3e-7
+10, 10     authors                 60%       3.5%      0.02%       6.7%       1.5e-6
+10, 10     jaxlab (FiLM both)      100%      1.7%      0.44%       2.5%       1.2e-6
+10, 10     jaxlab (FiLM first)     100%      3.3%      0.15%       3.9%       1.2e-6
+10, 10     jaxlab, box projection  100%      17.6%     3.5%        22.1%      1.2e-6
 =========  ======================  ========  ========  ==========  =========  ==========
 
 At n = 2 the authors' coverage median (9.6%, on their 4 feasible end points) is 1.6x jaxlab's
 (5.9% on 10; 5.9% on the same 4), but per instance the two split 2 to 2, and their reachable
 search without their own end point gives 28.2% (a batched refinement with one shared step, as
 noted above); 6 of their 10 end points are infeasible (violation 1e-4 to 2e-2), because their
-bisection returns the midpoint of its last bracket. FiLM placement is not the cause: on the
-same instances, FiLM on the first layer only changes jaxlab's coverage by a paired median of
--0.3% [95% bootstrap interval -2.7%, 0.5%] (end to end -0.3% [-1.7%, 1.2%]), so jaxlab keeps
-FiLM on both layers.
+bisection returns the midpoint of its last bracket; FiLM placement makes no difference there
+(first layer only minus both, paired over the 10 instances: coverage -0.3% [95% bootstrap
+interval -2.7%, 0.5%], end to end -0.3% [-1.7%, 1.2%]). At n = 10 the authors' coverage
+(3.5% on their 6 feasible end points; 4 infeasible) is 2.0x jaxlab's 1.7%; on those 6
+instances it is higher on 5, with medians 3.5% vs 1.9%, and jaxlab with the authors' FiLM
+placement gives 3.5% there too: FiLM on one hidden layer is the difference. Paired over all
+10 instances, FiLM on the first layer only raises jaxlab's coverage gap on every instance
+(median +1.4% [0.6%, 2.0%]; end to end +1.3% [0.8%, 1.7%], higher on 9). So jaxlab keeps FiLM
+on both hidden layers (the default, ``film="both"``); ``film="first"`` is the authors'.
 
 Reading the numbers: a median is over the instances whose end point is feasible (violation
 <= 1e-5), so always read it with the feasible share beside it. The authors' bisection returns
