@@ -162,6 +162,7 @@ probes(
     raises("num_features", lambda: nn.ConditionalMADE(-1, 4, rngs=_rngs())),
     raises("hidden", lambda: nn.ConditionalMADE(2, True, rngs=_rngs())),
     raises("embed_features", lambda: nn.ConditionalMADE(2, 4, 1.5, rngs=_rngs())),
+    raises("film", lambda: nn.ConditionalMADE(2, 4, 3, film="second", rngs=_rngs())),
     raises("v", lambda: _made()("abc")),
     raises(
         "embedding",
@@ -193,6 +194,7 @@ probes(
     "jaxlab.nn.InvertibleNet",
     raises("num_features", lambda: nn.InvertibleNet(0, rngs=_rngs())),
     raises("num_layers", lambda: nn.InvertibleNet(2, num_layers=0, rngs=_rngs())),
+    raises("film", lambda: nn.InvertibleNet(2, film=None, rngs=_rngs())),
     raises("bounds", lambda: nn.InvertibleNet(2, bounds=(NAN, 1.0), rngs=_rngs())),
     raises("bounds", lambda: nn.InvertibleNet(2, bounds=("a", 1.0), rngs=_rngs())),
     raises("bounds", lambda: nn.InvertibleNet(2, bounds=(0.0, jnp.ones(3)), rngs=_rngs())),
