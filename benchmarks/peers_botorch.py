@@ -28,7 +28,7 @@ there, the script says so and exits with status 2; ``make test`` never needs the
 run is cached in ``<out>/botorch_peer_runs.json``, so an interrupted run resumes.
 
 Run: ``JAXLAB_BOTORCH_PYTHON=... python -m benchmarks.peers_botorch [--seeds 10]
-[--rambo-seeds 10] [--num-iters 20] [--out results/benchmarks]``.
+[--rambo-seeds 10] [--first-seed 0] [--num-iters 20] [--out results/benchmarks]``.
 """
 
 from __future__ import annotations
@@ -288,6 +288,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.peers_botorch")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--rambo-seeds", type=int, default=10)
+    # fresh seeds (e.g. 10 for seeds 10-19) confirm a change decided on the first ones
+    parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--num-init", type=int, default=10)
     # 20 proposals keep BoTorch's 30 runs under ~30 min on 2 shared cores (the README's budget)
     parser.add_argument("--num-iters", type=int, default=20)
@@ -316,8 +318,8 @@ def main(argv=None) -> int:
         tmp.write_text(json.dumps(cache, indent=1) + "\n")
         tmp.replace(cache_path)
 
-    seeds = list(range(args.seeds))
-    rambo_seeds = list(range(args.rambo_seeds))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    rambo_seeds = list(range(args.first_seed, args.first_seed + args.rambo_seeds))
     for problem in args.problems.split(","):
         for arm in arms:
             if arm == "botorch":

@@ -106,7 +106,7 @@ for name, layer in (("hull", hull), ("union", union)):
 
 # %%
 tight = tightness_rules()
-n = 21 if SMOKE else 61
+n = 11 if SMOKE else 61
 grid = jnp.stack(jnp.meshgrid(jnp.linspace(0, 1, n), jnp.linspace(0, 1, n)), -1).reshape(-1, 2)
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
 for ax, (title, layer) in zip(
@@ -155,7 +155,8 @@ print("chosen scenario per input:", info.scenario.tolist())
 
 # %% [markdown]
 # An input for which no disjunct applies returns the raw output with status 5
-# (`QP_PRIMAL_INFEASIBLE`) and a zero gradient, inside `jit`; nothing raises in a training step.
+# (`SolverStatus.PRIMAL_INFEASIBLE`) and a zero gradient, inside `jit`; nothing raises in a
+# training step.
 #
 # ## 4. Gradients
 #

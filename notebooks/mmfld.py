@@ -67,7 +67,7 @@ from jaxlab import particles
 
 PROFILE = os.environ.get("JAXLAB_NOTEBOOK_PROFILE", "quick")
 SMOKE = PROFILE == "smoke"
-N = 2_000 if SMOKE else 20_000
+N = 500 if SMOKE else 20_000
 print(f"profile {PROFILE}, {N:,} particles, {jax.device_count()} device(s)")
 
 # %% [markdown]

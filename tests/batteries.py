@@ -897,7 +897,7 @@ TRANSFORM_CASES += [
 # The variants (``implicit_diff``, ``unroll``, ``jit``) are made with ``dataclasses.replace``, so a
 # solver must be a dataclass whose ``__init__`` takes its fields back.
 
-from jaxlab._src.solver import IterativeSolver, tree_l2_norm  # noqa: E402
+from jaxlab._src.solver import IterativeSolver  # noqa: E402
 
 __all__ += [
     "SOLVER_CASES",
@@ -1119,8 +1119,8 @@ def check_solver_optimality(case: SolverCase) -> None:
         args, kwargs = problem.args, dict(problem.kwargs)
         solver = _variant(problem.solver, implicit_diff=False)
         result = solver.run(problem.init_params, *args, **kwargs)
-        residual = float(tree_l2_norm(solver.optimality_fun(result.params, *args, **kwargs)))
-        start = float(tree_l2_norm(solver.optimality_fun(problem.init_params, *args, **kwargs)))
+        residual = float(optax.tree.norm(solver.optimality_fun(result.params, *args, **kwargs)))
+        start = float(optax.tree.norm(solver.optimality_fun(problem.init_params, *args, **kwargs)))
     assert math.isfinite(residual) and residual <= case.optimality_tol, (
         f"{case.name}: ||optimality_fun(solution)|| = {residual:.3g} > optimality_tol = "
         f"{case.optimality_tol:g} (at the start it was {start:.3g}; "

@@ -7,10 +7,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from jaxlab._src import solver as solver_base
-from jaxlab._src.solver import IterativeSolver, OptStep, tree_l2_norm
+from jaxlab._src.solver import IterativeSolver, OptStep
 from jaxlab.solvers import (
     cg_tangent_solve,
     default_tangent_solve,
@@ -43,7 +44,7 @@ class _Ridge(IterativeSolver):
         TRACES["update"] += 1
         grad = self.optimality_fun(params, matrix, target, lam)
         return OptStep(
-            params - self.stepsize * grad, _State(state.iter_num + 1, tree_l2_norm(grad))
+            params - self.stepsize * grad, _State(state.iter_num + 1, optax.tree.norm(grad))
         )
 
 

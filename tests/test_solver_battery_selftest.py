@@ -9,9 +9,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import optax
 import pytest
 
-from jaxlab._src.solver import IterativeSolver, OptStep, tree_l2_norm
+from jaxlab._src.solver import IterativeSolver, OptStep
 from tests.batteries import (
     SOLVER_CHECK_NAMES,
     SOLVER_CHECKS,
@@ -46,7 +47,7 @@ class _GradientDescent(IterativeSolver):
     def update(self, params, state, target):
         grad = self.optimality_fun(params, target)
         new = params - self.stepsize * grad
-        return OptStep(new, _State(state.iter_num + 1, tree_l2_norm(grad)))
+        return OptStep(new, _State(state.iter_num + 1, optax.tree.norm(grad)))
 
 
 @dataclasses.dataclass(eq=False)
@@ -89,7 +90,7 @@ class _ShiftedOptimality(_GradientDescent):
     def update(self, params, state, target):
         grad = params - target + 0.5 * params
         return OptStep(
-            params - self.stepsize * grad, _State(state.iter_num + 1, tree_l2_norm(grad))
+            params - self.stepsize * grad, _State(state.iter_num + 1, optax.tree.norm(grad))
         )
 
 
@@ -108,7 +109,7 @@ class _WrongRootDependence(_GradientDescent):
     def update(self, params, state, target):
         grad = params - target + 0.5 * params
         return OptStep(
-            params - self.stepsize * grad, _State(state.iter_num + 1, tree_l2_norm(grad))
+            params - self.stepsize * grad, _State(state.iter_num + 1, optax.tree.norm(grad))
         )
 
 

@@ -41,6 +41,8 @@ from typing import Any, Protocol
 import jax
 import numpy as np
 
+from jaxlab._src.validation import check_choice
+
 __all__ = [
     "PROFILES",
     "REGISTRY",
@@ -90,8 +92,7 @@ class ExperimentConfig:
 
     @classmethod
     def for_profile(cls, profile: str):
-        if profile not in PROFILES:
-            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+        check_choice(profile, "profile", PROFILES)
         return getattr(cls, profile)()
 
 
@@ -118,8 +119,7 @@ class Part:
             value = getattr(self, field)
             if not isinstance(value, str):
                 raise TypeError(f"{field} must be a str, got {type(value).__name__} {value!r}")
-        if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        check_choice(self.status, "status", STATUSES)
 
     @property
     def passed(self) -> bool:

@@ -34,7 +34,7 @@ class SamplingAlgorithm(NamedTuple):
       >>> import jax, jax.numpy as jnp
       >>> from jaxlab.particles import MeanFieldFunctional, mfld
       >>> algorithm = mfld(
-      ...     MeanFieldFunctional(lambda x: x, lambda x, m: x), step_size=0.1, entropy_weight=0.5
+      ...     MeanFieldFunctional(lambda x: x, lambda x, m: x), stepsize=0.1, entropy_weight=0.5
       ... )
       >>> isinstance(algorithm, SamplingAlgorithm)
       True

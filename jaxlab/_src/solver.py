@@ -33,10 +33,12 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import optax
 from jax.flatten_util import ravel_pytree
 
 from jaxlab._src.validation import (
     check_bool,
+    check_callable,
     check_floating_tree,
     check_int,
     check_nonnegative,
@@ -53,7 +55,6 @@ __all__ = [
     "default_tangent_solve",
     "dense_tangent_solve",
     "gmres_tangent_solve",
-    "tree_l2_norm",
 ]
 
 #: Largest number of unknowns solved densely by default. The dense path costs n Jacobian-vector
@@ -78,6 +79,11 @@ class SolverStatus(enum.IntEnum):
     - ``BAD_BATCH_SIZE`` (4): a traced ``batch_schedule`` returned a size outside
       ``[1, 2^31 - 1]`` (the stochastic VI solvers): that step is not taken, params and state are
       those before it.
+    - ``PRIMAL_INFEASIBLE`` (5): the update found a certificate that the problem has no feasible
+      point (:class:`jaxlab.solvers.DenseQP`'s ADMM; also :class:`jaxlab.nn.DisjunctiveLayer`'s
+      status for an input whose rules are infeasible).
+    - ``DUAL_INFEASIBLE`` (6): the update found a certificate that the objective is unbounded
+      below on the feasible set (:class:`jaxlab.solvers.DenseQP`'s ADMM).
 
     Codes are ordered: every code ``>= NONFINITE`` is a failure. ``NONFINITE`` takes precedence
     over ``CONVERGED`` and ``MAXITER``, and a failure reported by ``update`` over the others.
@@ -94,14 +100,8 @@ class SolverStatus(enum.IntEnum):
     MAXITER = 2
     NONFINITE = 3
     BAD_BATCH_SIZE = 4
-
-
-#: ``state.status`` of a :class:`jaxlab.solvers.DenseQP` run stopped by a primal infeasibility
-#: certificate (also the status of :class:`jaxlab.nn.DisjunctiveLayer` for an input whose rules
-#: are infeasible). It is a failure code (``> SolverStatus.NONFINITE``), so ``run``'s loop stops
-#: on it; ``SolverStatus`` does not name it yet. Defined here, below both, so ``jaxlab.nn`` can
-#: import it without importing ``jaxlab.solvers`` (which imports ``jaxlab.nn``).
-QP_PRIMAL_INFEASIBLE = 5
+    PRIMAL_INFEASIBLE = 5
+    DUAL_INFEASIBLE = 6
 
 
 class OptStep(NamedTuple):
@@ -117,25 +117,9 @@ class OptStep(NamedTuple):
     state: Any
 
 
-def tree_l2_norm(tree: Any) -> jax.Array:
-    """Euclidean norm of a pytree, treated as one flat vector.
-
-    Examples:
-      >>> float(tree_l2_norm({"a": jnp.array([3.0]), "b": jnp.array([4.0])}))
-      5.0
-    """
-    leaves = jax.tree.leaves(tree)
-    if not leaves:
-        return jnp.zeros(())
-    return jnp.sqrt(sum(jnp.sum(jnp.abs(x) ** 2) for x in leaves))
-
-
 def _check_linear_system(linear_fn, rhs, *, tol=0.0, atol=0.0, maxiter=None) -> None:
     """Eager checks of a tangent solve's arguments (shapes only: works on traced ``rhs``)."""
-    if not callable(linear_fn):
-        raise TypeError(
-            f"linear_fn must be callable as linear_fn(x) -> like rhs, got {linear_fn!r}"
-        )
+    check_callable(linear_fn, "linear_fn", signature="linear_fn(x) -> like rhs")
     check_floating_tree(rhs, "rhs")
     check_nonnegative(tol, "tol")
     check_nonnegative(atol, "atol")
@@ -230,7 +214,7 @@ def default_tangent_solve(linear_fn, rhs):
       [2.0, 3.0]
     """
     _check_linear_system(linear_fn, rhs)
-    if _tree_size(rhs) <= DENSE_SOLVE_MAX_SIZE:
+    if optax.tree.size(rhs) <= DENSE_SOLVE_MAX_SIZE:
         return dense_tangent_solve(linear_fn, rhs)
     return gmres_tangent_solve(linear_fn, rhs)
 
@@ -279,7 +263,7 @@ class IterativeSolver:
       ...     def update(self, params, state, target):
       ...         grad = self.optimality_fun(params, target)
       ...         return OptStep(params - self.stepsize * grad,
-      ...                        State(state.iter_num + 1, tree_l2_norm(grad)))
+      ...                        State(state.iter_num + 1, optax.tree.norm(grad)))
       >>> solver = GradientDescent(maxiter=100, tol=1e-6)
       >>> round(float(solver.run(jnp.zeros(()), jnp.asarray(3.0)).params), 4)
       3.0
@@ -301,11 +285,12 @@ class IterativeSolver:
         check_bool(self.implicit_diff, "implicit_diff")
         check_bool(self.unroll, "unroll")
         check_bool(self.jit, "jit")
-        if self.implicit_diff_solve is not None and not callable(self.implicit_diff_solve):
-            raise TypeError(
-                "implicit_diff_solve must be None or callable as solve(matvec, b) -> x, got "
-                f"{self.implicit_diff_solve!r}"
-            )
+        check_callable(
+            self.implicit_diff_solve,
+            "implicit_diff_solve",
+            signature="solve(matvec, b) -> x",
+            allow_none=True,
+        )
 
     # -- to be defined by subclasses -------------------------------------------------------
     def init_state(self, init_params, *args, **kwargs):  # pragma: no cover - interface
@@ -365,7 +350,7 @@ class IterativeSolver:
                 params, state, status = carry
                 new = step(params, state)
                 done = status != running  # frozen once stopped (converged, maxiter, failed)
-                keep = lambda old, new: jax.tree.map(lambda o, n: jnp.where(done, o, n), old, new)
+                keep = lambda old, new: optax.tree.where(done, old, new)
                 return keep((params, state, status), new), None
 
             (params, state, _), _ = jax.lax.scan(
@@ -402,7 +387,7 @@ class IterativeSolver:
         stopped = jax.lax.stop_gradient((init_params, args, kwargs))
         params, state = self._loop(stopped[0], *stopped[1], **stopped[2])
         params = jax.lax.stop_gradient(params)
-        if self.implicit_diff_solve is None and _tree_size(params) <= DENSE_SOLVE_MAX_SIZE:
+        if self.implicit_diff_solve is None and optax.tree.size(params) <= DENSE_SOLVE_MAX_SIZE:
             # Small default: custom_root with the dense solve (forward and reverse mode).
             params = jax.lax.custom_root(
                 lambda p: self.optimality_fun(p, *args, **kwargs),
@@ -414,10 +399,6 @@ class IterativeSolver:
             solve = self.implicit_diff_solve or default_tangent_solve
             params = _attach_implicit_derivative(self.optimality_fun, solve, params, args, kwargs)
         return OptStep(params, state)
-
-
-def _tree_size(tree) -> int:
-    return sum(int(jnp.size(leaf)) for leaf in jax.tree.leaves(tree))
 
 
 def _attach_implicit_derivative(optimality_fun, solve, solution, args, kwargs):

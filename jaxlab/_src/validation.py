@@ -980,3 +980,265 @@ def check_progress(value: Any, name: str = "progress") -> None:
             f"{name} must be None or a progress reporter with a track(iterable, total, "
             f"description) method (e.g. NullProgress()), got {_describe(value)}"
         )
+
+
+def check_callable(
+    value: Any, name: str, *, signature: str | None = None, allow_none: bool = False
+) -> Any:
+    """A callable (or ``None`` with ``allow_none``); ``signature`` says how it will be called.
+
+    Examples:
+      >>> check_callable(len, "size_fn") is len
+      True
+      >>> check_callable(None, "callback", allow_none=True) is None
+      True
+      >>> check_callable(3, "callback", allow_none=True)
+      Traceback (most recent call last):
+      ...
+      TypeError: callback must be None or callable, got int 3
+      >>> check_callable("f", "loss_fn", signature="loss_fn(params, batch) -> scalar")
+      Traceback (most recent call last):
+      ...
+      TypeError: loss_fn must be callable as loss_fn(params, batch) -> scalar, got str 'f'
+    """
+    if value is None and allow_none:
+        return None
+    if not callable(value):
+        how = f" as {signature}" if signature else ""
+        alternative = "None or " if allow_none else ""
+        raise TypeError(f"{name} must be {alternative}callable{how}, got {_describe(value)}")
+    return value
+
+
+def check_choice(value: Any, name: str, choices: Any) -> Any:
+    """One of the static options ``choices`` (a tuple, or a mapping's keys); returns ``value``.
+
+    Examples:
+      >>> check_choice("cvar", "kind", ("cvar", "chi2"))
+      'cvar'
+      >>> check_choice("kl", "kind", ("cvar", "chi2"))
+      Traceback (most recent call last):
+      ...
+      ValueError: kind must be one of ('cvar', 'chi2'), got 'kl'
+    """
+    options = tuple(choices)
+    try:
+        known = value in options
+    except (TypeError, ValueError):  # unhashable, or an array's ambiguous truth: no option
+        known = False
+    if not known:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def check_mesh_axis(
+    mesh: Any, axis_name: Any, *, name: str = "mesh", axis_arg: str = "axis_name"
+) -> int:
+    """``mesh`` is a ``jax.sharding.Mesh`` and ``axis_name`` (a non-empty string) one of its
+    axes; returns that axis' size.
+
+    Examples:
+      >>> mesh = jax.make_mesh((1,), ("data",))
+      >>> check_mesh_axis(mesh, "data")
+      1
+      >>> check_mesh_axis(mesh, "model")
+      Traceback (most recent call last):
+      ...
+      ValueError: axis_name 'model' is not an axis of mesh ('data',)
+      >>> check_mesh_axis("mesh", "data")
+      Traceback (most recent call last):
+      ...
+      TypeError: mesh must be a jax.sharding.Mesh, got str
+    """
+    if not isinstance(mesh, jax.sharding.Mesh):
+        raise TypeError(f"{name} must be a jax.sharding.Mesh, got {type(mesh).__name__}")
+    if not isinstance(axis_name, str) or not axis_name:
+        raise TypeError(f"{axis_arg} must be a non-empty string, got {axis_name!r}")
+    if axis_name not in mesh.axis_names:
+        raise ValueError(f"{axis_arg} {axis_name!r} is not an axis of {name} {mesh.axis_names}")
+    return int(mesh.shape[axis_name])
+
+
+def check_gp_hyperparameters(params: Any, dim: int, name: str = "params") -> None:
+    """The fields of a GP hyper-parameter NamedTuple ``(signal_std, lengthscale, noise_std)``.
+
+    Concrete fields are finite, ``signal_std`` and ``lengthscale`` ``> 0`` and ``noise_std``
+    ``>= 0`` (a negative one would be squared into a plausible variance and pass unnoticed);
+    ``lengthscale`` is a scalar or one entry per input dimension (checked on the shape, so traced
+    values are checked too).
+
+    Examples:
+      >>> from typing import NamedTuple
+      >>> class P(NamedTuple):
+      ...     signal_std: float
+      ...     lengthscale: Any
+      ...     noise_std: float
+      >>> check_gp_hyperparameters(P(1.0, [0.5, 0.5], 0.1), 2)
+      >>> check_gp_hyperparameters(P(1.0, 0.5, -0.1), 2)
+      Traceback (most recent call last):
+      ...
+      ValueError: params.noise_std must be finite and >= 0.0, got -0.1
+    """
+    for field in ("signal_std", "lengthscale"):
+        value = getattr(params, field)
+        check_real_array(value, f"{name}.{field}", minimum=0.0, include_minimum=False)
+    check_real_array(params.noise_std, f"{name}.noise_std", minimum=0.0)
+    shape = tuple(np.shape(params.lengthscale))
+    if len(shape) > 1 or (shape and shape[0] not in (1, dim)):
+        raise ValueError(
+            f"{name}.lengthscale must be a scalar or have one entry per input dimension "
+            f"({dim},), got shape {shape}"
+        )
+
+
+def check_broadcastable(arrays: dict[str, Any]) -> None:
+    """Real arrays (named by the keys) whose shapes broadcast together, checked on shapes only.
+
+    Strings, ``None`` and non-numeric values raise a ``TypeError`` naming the argument; shapes
+    that do not broadcast raise a ``ValueError`` naming every argument and its shape (instead of
+    a JAX broadcasting error from inside the arithmetic).
+
+    Examples:
+      >>> check_broadcastable({"mean": jnp.zeros(3), "std": jnp.ones(3), "best": 0.0})
+      >>> check_broadcastable({"mean": jnp.zeros(3), "std": jnp.ones(2)})
+      Traceback (most recent call last):
+      ...
+      ValueError: mean and std must have shapes that broadcast together, got mean (3,), std (2,)
+    """
+    shapes = {}
+    for name, value in arrays.items():
+        if value is None or isinstance(value, str | bytes):
+            raise TypeError(f"{name} must be a real number or array, got {_describe(value)}")
+        shapes[name] = tuple(np.shape(value))
+    try:
+        np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        names = " and ".join([", ".join(list(shapes)[:-1]), list(shapes)[-1]])
+        got = ", ".join(f"{n} {s}" for n, s in shapes.items())
+        raise ValueError(f"{names} must have shapes that broadcast together, got {got}") from None
+
+
+def check_scalar_callback(fn: Any, name: str, *args: Any) -> None:
+    """``fn`` is callable and, traced abstractly on ``args``, returns one real scalar.
+
+    Run once at entry with :func:`jax.eval_shape` (no compilation, no FLOPs), so a callback that
+    returns a vector or a string is named here rather than failing as "gradient only defined for
+    scalar-output functions" several calls deep.
+
+    Examples:
+      >>> check_scalar_callback(lambda v: jnp.sum(v), "objective", jnp.ones(3))
+      >>> check_scalar_callback(lambda v: v, "objective", jnp.ones(3))
+      Traceback (most recent call last):
+      ...
+      ValueError: objective must return one real scalar, got shape (3,)
+    """
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {_describe(fn)}")
+    out = jax.eval_shape(fn, *args)
+    shape = getattr(out, "shape", None)
+    dtype = getattr(out, "dtype", None)
+    if shape is None or dtype is None:
+        raise TypeError(f"{name} must return one real scalar, got {_describe(out)}")
+    if tuple(shape) not in ((), (1,)):
+        raise ValueError(f"{name} must return one real scalar, got shape {tuple(shape)}")
+    if not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)):
+        raise TypeError(f"{name} must return one real scalar, got dtype {dtype}")
+
+
+def check_int_sequence(value: Any, name: str, *, minimum: int = 1) -> tuple[int, ...]:
+    """A list or tuple of ints ``>= minimum`` (layer sizes), returned as a tuple.
+
+    Examples:
+      >>> check_int_sequence([4, 3], "sizes")
+      (4, 3)
+      >>> check_int_sequence(4, "sizes")
+      Traceback (most recent call last):
+      ...
+      TypeError: sizes must be a list or tuple of ints, got int 4
+    """
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{name} must be a list or tuple of ints, got {_describe(value)}")
+    return tuple(check_int(v, f"{name}[{i}]", minimum=minimum) for i, v in enumerate(value))
+
+
+def check_permutation(value: Any, size: int, name: str) -> None:
+    """A concrete ``value`` of shape ``(size,)`` holding each of ``0 .. size-1`` once.
+
+    Examples:
+      >>> check_permutation(np.array([2, 0, 1]), 3, "order")
+      >>> check_permutation(np.array([0, 0, 1]), 3, "order")
+      Traceback (most recent call last):
+      ...
+      ValueError: order must be a permutation of 0..2, got [0, 0, 1]
+    """
+    if not is_concrete(value):
+        return
+    v = np.asarray(value)
+    if v.shape != (size,):
+        raise ValueError(f"{name} must have shape ({size},), got {v.shape}")
+    if not np.issubdtype(v.dtype, np.integer):
+        raise TypeError(f"{name} must be an array of integers, got dtype {v.dtype}")
+    if not np.array_equal(np.sort(v), np.arange(size)):
+        shown = v.tolist() if size <= 10 else f"{v[:10].tolist()}..."
+        raise ValueError(f"{name} must be a permutation of 0..{size - 1}, got {shown}")
+
+
+def check_weighting_matrix(value: Any, name: str) -> None:
+    """A concrete square weighting matrix (a Hessian, a Gram or Schur-complement metric) that
+    can be positive semidefinite: finite, with a diagonal ``>= 0``.
+
+    The diagonal test is the cheap necessary condition (``e_iᵀ M e_i = M_ii``), kept O(n) so it
+    runs on every call even for 4096-wide layers; a NaN/inf entry, or a negative diagonal (a
+    sign-flipped or wrongly assembled matrix), would otherwise give a finite but meaningless
+    (even negative) weighted error. A traced value is left unchecked.
+
+    Examples:
+      >>> check_weighting_matrix(np.eye(3), "h")
+      >>> check_weighting_matrix(-np.eye(3), "h")
+      Traceback (most recent call last):
+      ...
+      ValueError: h must be a PSD weighting: its diagonal must be >= 0, got a minimum of -1.0
+    """
+    if not is_concrete(value):
+        return
+    m = np.asarray(value)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {m.shape}")
+    check_finite_array(m, name)
+    low = float(np.min(np.diagonal(m))) if m.size else 0.0
+    if low < 0:
+        raise ValueError(
+            f"{name} must be a PSD weighting: its diagonal must be >= 0, got a minimum of {low}"
+        )
+
+
+def check_symmetric(value: Any, name: str, *, rtol: float = 1e-5) -> None:
+    """A concrete square matrix equal to its transpose up to ``rtol`` of its largest entry.
+
+    Solvers that read only one triangle, or take ``½xᵀMx`` as the quadratic, otherwise answer a
+    different problem without a word (a non-symmetric ``P`` or Gram). A traced value is left
+    unchecked; the check runs on the host.
+
+    Examples:
+      >>> check_symmetric(np.eye(2), "P")
+      >>> check_symmetric(np.array([[1.0, 2.0], [0.0, 1.0]]), "P")
+      Traceback (most recent call last):
+      ...
+      ValueError: P must be symmetric: |P - Pᵀ| = 2 at (0, 1) > 1e-05 max|P|
+    """
+    if not is_concrete(value):
+        return
+    m = np.asarray(value)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {m.shape}")
+    if m.size == 0 or not np.all(np.isfinite(m)):
+        return  # the finiteness check, where a caller has one, names NaN/inf
+    gap = np.abs(m - m.T)
+    limit = rtol * float(np.max(np.abs(m)))
+    worst = float(np.max(gap))
+    if worst > limit:
+        i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
+        raise ValueError(
+            f"{name} must be symmetric: |{name} - {name}ᵀ| = {worst:.3g} at ({i}, {j}) > "
+            f"{rtol:g} max|{name}|"
+        )

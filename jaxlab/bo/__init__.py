@@ -19,7 +19,8 @@ test point and split the uncertainty into intra-regime (``Σ w_k v_k``) and inte
   similarity matrix),
   :func:`concentration_schedule` (constant, linear, sqrtlog), :func:`mixture_posterior`,
   :func:`mixture_predict`, :func:`spatial_gate`, :func:`mixture_moments`,
-  :func:`mixture_expected_improvement` and :func:`mixture_ucb` (inferred, labelled so);
+  :func:`mixture_expected_improvement`, its tail-stable log
+  :func:`mixture_log_expected_improvement` and :func:`mixture_ucb` (inferred, labelled so);
   :func:`numpy_gibbs_sweep`, the same sweep in plain NumPy float64 (a reference and the
   benchmark's peer).
 * Acquisitions: :func:`expected_improvement`, :func:`upper_confidence_bound`,
@@ -66,6 +67,7 @@ from jaxlab.bo._mixture import (
     MixturePosterior,
     MixturePrediction,
     mixture_expected_improvement,
+    mixture_log_expected_improvement,
     mixture_moments,
     mixture_posterior,
     mixture_predict,
@@ -153,6 +155,7 @@ __all__ = [
     "MixturePosterior",
     "MixturePrediction",
     "mixture_expected_improvement",
+    "mixture_log_expected_improvement",
     "mixture_moments",
     "mixture_posterior",
     "mixture_predict",

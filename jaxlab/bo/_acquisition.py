@@ -64,6 +64,9 @@ def expected_improvement(mean, std, best, *, xi=0.1) -> jax.Array:
       >>> round(float(expected_improvement(1.0, 0.5, 0.8, xi=0.1)), 6)  # RAMBO note, check 5
       0.253447
     """
+    validation.check_broadcastable({"mean": mean, "std": std, "best": best})
+    validation.check_real_array(mean, "mean")
+    validation.check_real_array(best, "best")
     validation.check_real_array(std, "std", minimum=0.0)
     validation.check_real(xi, "xi")
     mean, std = jnp.asarray(mean), jnp.asarray(std)
@@ -145,6 +148,9 @@ def log_expected_improvement(mean, std, best, *, xi=0.0) -> jax.Array:
       S. Ament, S. Daulton, D. Eriksson, M. Balandat, E. Bakshy, *Unexpected Improvements to
       Expected Improvement for Bayesian Optimization*, NeurIPS 2023.
     """
+    validation.check_broadcastable({"mean": mean, "std": std, "best": best})
+    validation.check_real_array(mean, "mean")
+    validation.check_real_array(best, "best")
     validation.check_real_array(std, "std", minimum=0.0)
     validation.check_real(xi, "xi")
     mean, std = jnp.asarray(mean), jnp.asarray(std)
@@ -166,6 +172,7 @@ def upper_confidence_bound(mean, std, *, beta=2.0) -> jax.Array:
       >>> float(upper_confidence_bound(1.0, 0.5, beta=2.0))
       2.0
     """
+    validation.check_broadcastable({"mean": mean, "std": std})
     validation.check_real_array(std, "std", minimum=0.0)
     validation.check_real(beta, "beta", minimum=0.0)
     return jnp.asarray(mean) + beta * jnp.asarray(std)
@@ -263,6 +270,7 @@ def maximize_acquisition(
     adam_steps = validation.check_int(adam_steps, "adam_steps", minimum=0)
     lbfgs_steps = validation.check_int(lbfgs_steps, "lbfgs_steps", minimum=0)
     validation.check_learning_rate(adam_learning_rate, "adam_learning_rate")
+    validation.check_scalar_callback(acquisition, "acquisition", candidates[0])
     low, width = bounds[:, 0], bounds[:, 1] - bounds[:, 0]
 
     def to_x(u):

@@ -103,6 +103,9 @@ def rbf_kernel(x1, x2, *, signal_std, lengthscale) -> jax.Array:
     validation.check_last_axis(x2, x1.shape[-1], "x2", "x1's dimension")
     validation.check_real_array(signal_std, "signal_std", minimum=0.0, include_minimum=False)
     validation.check_real_array(lengthscale, "lengthscale", minimum=0.0, include_minimum=False)
+    if np.ndim(lengthscale) > 1 or np.size(lengthscale) not in (1, x1.shape[-1]):
+        raise ValueError(f"lengthscale must be a scalar or have {x1.shape[-1]} entries (one per "
+                         f"input dimension), got shape {np.shape(lengthscale)}")  # fmt: skip
     scale = jnp.broadcast_to(jnp.asarray(lengthscale, x1.dtype), x1.shape[-1:])[None, :]
     a, b = x1 / scale, x2 / scale
     sq = (
@@ -168,6 +171,8 @@ def gp_log_marginal(x, y, params: GPParams, mask=None, *, jitter=DEFAULT_JITTER)
     """
     validation.check_named_tuple(params, GPParams, "params")
     x, y, mask = _check_training(x, y, mask)
+    validation.check_gp_hyperparameters(params, x.shape[-1])
+    validation.check_nonnegative(jitter, "jitter")
     return log_marginal_unchecked(x, y, mask, params, jitter)
 
 
@@ -275,6 +280,8 @@ def gp_posterior(x, y, params: GPParams, mask=None, *, jitter=DEFAULT_JITTER) ->
     """
     validation.check_named_tuple(params, GPParams, "params")
     x, y, mask = _check_training(x, y, mask)
+    validation.check_gp_hyperparameters(params, x.shape[-1])
+    validation.check_nonnegative(jitter, "jitter")
     chol = _masked_cholesky(x, mask, params, jitter)
     ym = jnp.where(mask, y, 0.0)
     weights = jax.scipy.linalg.cho_solve((chol, True), ym)
@@ -320,6 +327,8 @@ def gp_loo_predictive(x, y, params: GPParams, mask=None, *, jitter=DEFAULT_JITTE
     """
     validation.check_named_tuple(params, GPParams, "params")
     x, y, mask = _check_training(x, y, mask)
+    validation.check_gp_hyperparameters(params, x.shape[-1])
+    validation.check_nonnegative(jitter, "jitter")
     chol = _masked_cholesky(x, mask, params, jitter)
     inv = jax.scipy.linalg.cho_solve((chol, True), jnp.eye(x.shape[0], dtype=x.dtype))
     ym = jnp.where(mask, y, 0.0)
@@ -393,6 +402,11 @@ def fit_gp(
       True
     """
     x, y, mask = _check_training(x, y, mask)
+    validation.check_bool(ard, "ard")
+    validation.check_bool(clamp, "clamp")
+    validation.check_nonnegative(jitter, "jitter")
+    if log_prior is not None:
+        validation.check_scalar_callback(log_prior, "log_prior", init or GPParams(1.0, 1.0, 0.1))
     if method not in ("lbfgs", "adam"):
         raise ValueError(f"method must be 'lbfgs' or 'adam', got {method!r}")
     steps = validation.check_positive_int(steps, "steps")
@@ -506,6 +520,7 @@ def botorch_log_prior(params: GPParams, *, dim: int) -> jax.Array:
     for field in ("lengthscale", "noise_std"):
         value = getattr(params, field)
         validation.check_real_array(value, f"params.{field}", minimum=0.0, include_minimum=False)
+    validation.check_gp_hyperparameters(params, validation.check_positive_int(dim, "dim"))
     loc, scale = botorch_lengthscale_prior(dim)
     noise_loc, noise_scale = BOTORCH_NOISE_PRIOR
     noise_var = jnp.asarray(params.noise_std) ** 2
@@ -533,7 +548,10 @@ def sgp_botorch_log_posterior(
     """
     validation.check_named_tuple(params, GPParams, "params")
     validation.check_real_array(mean, "mean")
+    if np.ndim(mean) != 0:
+        raise ValueError(f"mean must be one constant (a scalar), got shape {np.shape(mean)}")
     x, y, mask = _check_training(x, y, mask)
+    validation.check_nonnegative(jitter, "jitter")
     return log_marginal_unchecked(
         x, y - jnp.asarray(mean, x.dtype), mask, params, jitter
     ) + botorch_log_prior(params, dim=x.shape[-1])
@@ -578,6 +596,7 @@ def fit_sgp_botorch(
     """
     validation.check_key(rng_key)
     x, y, mask = _check_training(x, y, mask)
+    validation.check_nonnegative(jitter, "jitter")
     num_restarts = validation.check_positive_int(num_restarts, "num_restarts")
     steps = validation.check_positive_int(steps, "steps")
     d = x.shape[-1]

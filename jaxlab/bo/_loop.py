@@ -31,12 +31,13 @@ from jaxlab.bo._acquisition import (
 from jaxlab.bo._gp import GPParams, fit_gp, fit_sgp_botorch, gp_posterior
 from jaxlab.bo._mixture import (
     mixture_expected_improvement,
+    mixture_log_expected_improvement,
     mixture_posterior,
     mixture_predict,
     mixture_ucb,
 )
 from jaxlab.bo._priors import concentration_schedule
-from jaxlab.bo._rambo import _VARIANTS, rambo_fit, standardize
+from jaxlab.bo._rambo import _PROPOSALS, _VARIANTS, rambo_fit, standardize
 
 __all__ = ["AcquisitionConfig", "BOResult", "RamboConfig", "bayes_opt"]
 
@@ -51,7 +52,9 @@ class RamboConfig:
 
     ``schedule`` is ``"constant"`` (``alpha0``), ``"linear"`` (``alpha_start → alpha_end`` over
     the run) or ``"sqrtlog"`` (``alpha0 √t/ln(t + e)``); see
-    :func:`jaxlab.bo.concentration_schedule`.
+    :func:`jaxlab.bo.concentration_schedule`. ``split_merge_moves`` Jain-Neal split-merge moves
+    (:func:`jaxlab.bo.rambo_split_merge`, ``restricted_scans`` scans, ``split_merge_proposal``)
+    follow each sweep; 0, the released sampler, by default.
 
     Examples:
       >>> RamboConfig(num_sweeps=1000, burn_in=500, schedule="sqrtlog").alpha0
@@ -69,6 +72,12 @@ class RamboConfig:
     alpha0: float = 2.0
     alpha_start: float = 0.5
     alpha_end: float = 5.0
+    # Off by default: the released sampler (the method the paper and the rambo experiment
+    # compare) has no split-merge move, and each move costs a restricted-Gibbs launch plus, for
+    # the "fitted" proposal, a 25-step MAP fit, per sweep; see rambo_fit.
+    split_merge_moves: int = 0
+    restricted_scans: int = 3
+    split_merge_proposal: str = "fitted"
 
     def __post_init__(self):
         n = validation.check_positive_int(self.num_sweeps, "num_sweeps")
@@ -82,12 +91,20 @@ class RamboConfig:
         for name in ("alpha0", "alpha_start", "alpha_end"):
             validation.check_real(getattr(self, name), name, minimum=0.0, include_minimum=False)
         concentration_schedule(self.schedule, total=2)  # checks the kind
+        validation.check_int(self.split_merge_moves, "split_merge_moves", minimum=0)
+        validation.check_int(self.restricted_scans, "restricted_scans", minimum=0)
+        if self.split_merge_proposal not in _PROPOSALS:
+            raise ValueError(
+                f"split_merge_proposal must be one of {_PROPOSALS}, got "
+                f"{self.split_merge_proposal!r}"
+            )
 
 
 @dataclasses.dataclass(frozen=True)
 class AcquisitionConfig:
     """Acquisition and its optimizer: ``kind`` ``"ei"`` (mixture EI for RAMBO), ``"log_ei"``
-    (:func:`jaxlab.bo.log_expected_improvement`; single-GP surrogates) or ``"ucb"`` (mixture
+    (:func:`jaxlab.bo.log_expected_improvement`; for RAMBO the log of the mixture EI,
+    :func:`jaxlab.bo.mixture_log_expected_improvement`) or ``"ucb"`` (mixture
     UCB, inferred; plain UCB for one GP), ``xi`` (EI margin, objective units), ``beta`` (UCB),
     and :func:`jaxlab.bo.maximize_acquisition`'s settings. ``bayes_opt(surrogate="sgp_botorch")``
     defaults to ``AcquisitionConfig(kind="log_ei", xi=0.0)``, BoTorch's LogEI.
@@ -172,6 +189,9 @@ def _rambo_step(cfg: RamboConfig, acq: AcquisitionConfig):
             map_learning_rate=cfg.map_learning_rate,
             max_clusters=cfg.max_clusters,
             variant=cfg.variant,
+            split_merge_moves=cfg.split_merge_moves,
+            restricted_scans=cfg.restricted_scans,
+            split_merge_proposal=cfg.split_merge_proposal,
         )
         post = mixture_posterior(state, x, value, mask)
         best = jnp.max(jnp.where(mask, value, -jnp.inf))
@@ -180,6 +200,8 @@ def _rambo_step(cfg: RamboConfig, acq: AcquisitionConfig):
             pred = mixture_predict(post, z[None])
             if acq.kind == "ei":
                 return mixture_expected_improvement(pred, best, xi=acq.xi)[0]
+            if acq.kind == "log_ei":
+                return mixture_log_expected_improvement(pred, best, xi=acq.xi)[0]
             return mixture_ucb(pred, beta=acq.beta)[0]
 
         x_next, ainfo = _acquire(acq, score, bounds, candidates)
@@ -316,7 +338,7 @@ def bayes_opt(
 
     Raises:
       ValueError: bad bounds, ``num_init < 1`` (zero initial points), an unknown surrogate,
-        ``"log_ei"`` with ``"rambo"``, or a non-finite observation from ``objective``.
+        or a non-finite observation from ``objective``.
       TypeError: a non-callable ``objective``, configurations of the wrong type, or a
         ``progress`` without a ``track`` method.
 
@@ -353,11 +375,6 @@ def bayes_opt(
     ):
         if not isinstance(value, cls):
             raise TypeError(f"{name} must be a {cls.__name__}, got {type(value).__name__}")
-    if surrogate == "rambo" and acquisition.kind == "log_ei":
-        raise ValueError(
-            "acquisition.kind='log_ei' is for the single-GP surrogates ('sgp', 'sgp_botorch'); "
-            "use 'ei' or 'ucb' with surrogate='rambo'"
-        )
     schedule = concentration_schedule(
         rambo.schedule,
         alpha0=rambo.alpha0,

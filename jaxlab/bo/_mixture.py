@@ -17,9 +17,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlab._src import validation
-from jaxlab.bo._acquisition import expected_improvement
+from jaxlab.bo._acquisition import expected_improvement, log_expected_improvement
 from jaxlab.bo._gp import (
     DEFAULT_JITTER,
     GPParams,
@@ -28,12 +29,13 @@ from jaxlab.bo._gp import (
     gp_posterior,
     standardize,
 )
-from jaxlab.bo._rambo import RamboState, _check_data, _members
+from jaxlab.bo._rambo import RamboState, _check_data, _check_state, _members
 
 __all__ = [
     "MixturePosterior",
     "MixturePrediction",
     "mixture_expected_improvement",
+    "mixture_log_expected_improvement",
     "mixture_moments",
     "mixture_posterior",
     "mixture_predict",
@@ -105,6 +107,11 @@ def spatial_gate(counts, total, alpha, component_var, active=None) -> jax.Array:
     validation.check_real_array(component_var, "component_var", minimum=0.0)
     validation.check_real(total, "total", minimum=0.0)
     validation.check_real_array(alpha, "alpha", minimum=0.0, include_minimum=False)
+    num_regimes = np.shape(counts)[-1] if np.ndim(counts) else 1
+    validation.check_last_axis(component_var, num_regimes, "component_var", "len(counts)")
+    if active is not None and np.shape(active) != np.shape(counts):
+        raise ValueError(f"active must be shaped like counts {np.shape(counts)}, got "
+                         f"{np.shape(active)}")  # fmt: skip
     counts = jnp.asarray(counts)
     component_var = jnp.asarray(component_var)
     dtype = jnp.result_type(component_var, jnp.float32)
@@ -129,6 +136,7 @@ def mixture_moments(weights, means, variances) -> tuple[jax.Array, jax.Array, ja
       [0.4, 0.103, 0.84]
     """
     validation.check_real_array(weights, "weights", minimum=0.0)
+    validation.check_distribution(weights, "weights")
     validation.check_real_array(variances, "variances", minimum=0.0)
     weights, means, variances = (jnp.asarray(v) for v in (weights, means, variances))
     if not (weights.shape == means.shape == variances.shape):
@@ -157,6 +165,7 @@ def mixture_posterior(state: RamboState, x, y, mask=None, *, jitter=DEFAULT_JITT
     """
     validation.check_instance(state, RamboState, "state", "from rambo_fit or rambo_init")
     x, y, mask = _check_data(x, y, mask)
+    _check_state(state, x.shape[0], None, jitter)
     xs, ys, stats = standardize(x, y, mask)
     num_slots = state.log_params.shape[0]
     members = _members(state.assignments, mask, num_slots)
@@ -196,6 +205,7 @@ def mixture_predict(posterior: MixturePosterior, x_test) -> MixturePrediction:
         "from mixture_posterior; a single GP's GPPosterior predicts with its .predict method",
     )
     x_test = validation.check_array(x_test, "x_test", kind="floating", ndim=2)
+    validation.check_finite_array(x_test, "x_test")
     stats = posterior.stats
     validation.check_last_axis(x_test, stats.x_mean.shape[-1], "x_test", "the data's dimension")
     xt = (x_test.astype(stats.x_mean.dtype) - stats.x_mean[None]) / stats.x_std[None]
@@ -229,11 +239,50 @@ def mixture_expected_improvement(prediction: MixturePrediction, best, *, xi=0.1)
       >>> round(float(mixture_expected_improvement(pred, 0.8, xi=0.1)), 6)  # note, check 5
       0.097694
     """
+    validation.check_named_tuple(prediction, MixturePrediction, "prediction")
     validation.check_real(xi, "xi")
     ei = expected_improvement(
         prediction.component_mean, jnp.sqrt(prediction.component_var), best, xi=xi
     )
     return jnp.sum(prediction.weights * ei, -1)
+
+
+def mixture_log_expected_improvement(prediction: MixturePrediction, best, *, xi=0.1) -> jax.Array:
+    """``log`` of :func:`mixture_expected_improvement`, finite where every regime's EI underflows.
+
+    ``log Σ_k w_k EI_k = logsumexp_k(log w_k + log EI_k)``, each ``log EI_k`` from
+    :func:`jaxlab.bo.log_expected_improvement` on the regime's de-standardized mean and latent
+    standard deviation; regimes with zero gate weight (inactive slots) drop out. Where the
+    mixture EI is representable the two agree; far from every regime's incumbent, where it
+    underflows to 0 (a flat acquisition surface), this stays finite with useful gradients.
+
+    Args:
+      prediction: from :func:`mixture_predict`.
+      best: the incumbent ``f*`` (maximization).
+      xi: exploration margin ``ξ`` in the objective's units.
+
+    Returns:
+      ``log`` mixture EI, shape ``prediction.weights.shape[:-1]``.
+
+    Examples:
+      >>> import math, jax.numpy as jnp
+      >>> pred = MixturePrediction(None, None, None, jnp.array([0.7, 0.3]), jnp.array([1.0, -1.0]),
+      ...                          jnp.array([0.2, 0.5]) ** 2)
+      >>> round(math.exp(float(mixture_log_expected_improvement(pred, 0.8, xi=0.1))), 6)
+      0.097694
+      >>> far = pred._replace(component_mean=jnp.array([-40.0, -50.0]))  # EI = 0 in float32
+      >>> bool(jnp.isfinite(mixture_log_expected_improvement(far, 0.8)))
+      True
+    """
+    validation.check_real(xi, "xi")
+    log_ei = log_expected_improvement(
+        prediction.component_mean, jnp.sqrt(prediction.component_var), best, xi=xi
+    )
+    weights = jnp.asarray(prediction.weights)
+    positive = weights > 0
+    # The inner where keeps log(0)'s infinite gradient away from zero-weight regimes.
+    log_w = jnp.where(positive, jnp.log(jnp.where(positive, weights, 1.0)), -jnp.inf)
+    return jax.scipy.special.logsumexp(log_w + log_ei, axis=-1)
 
 
 def mixture_ucb(prediction: MixturePrediction, *, beta=2.0) -> jax.Array:
@@ -249,5 +298,6 @@ def mixture_ucb(prediction: MixturePrediction, *, beta=2.0) -> jax.Array:
       >>> round(float(mixture_ucb(pred, beta=1.0)), 4)  # 0.4 + sqrt(0.943)
       1.3711
     """
+    validation.check_named_tuple(prediction, MixturePrediction, "prediction")
     validation.check_real(beta, "beta", minimum=0.0)
     return prediction.mean + beta * jnp.sqrt(prediction.intra + prediction.inter)

@@ -67,6 +67,7 @@ def rambo_log_prior(log_params) -> jax.Array:
     """
     log_params = validation.check_array(log_params, "log_params", kind="floating")
     validation.check_last_axis(log_params, 3, "log_params")
+    validation.check_finite_array(log_params, "log_params")
     theta = jnp.exp(log_params)
     return sum(inverse_gamma_log_prob(theta[..., j], a, b) for j, (a, b) in enumerate(PRIORS))
 

@@ -157,6 +157,9 @@ def sample_two_gp_regimes(
     validation.check_key(rng_key)
     n = validation.check_int(num_points, "num_points", minimum=2)
     validation.check_real_array(lengthscales, "lengthscales", minimum=0.0, include_minimum=False)
+    if np.shape(lengthscales) != (2,):
+        raise ValueError(f"lengthscales must hold the two regimes' lengthscales, got shape "
+                         f"{np.shape(lengthscales)}")  # fmt: skip
     validation.check_real(signal_std, "signal_std", minimum=0.0, include_minimum=False)
     validation.check_real(noise_std, "noise_std", minimum=0.0)
     kx, kf, kn = jax.random.split(rng_key, 3)

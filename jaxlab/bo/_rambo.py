@@ -190,11 +190,16 @@ def _check_data(x, y, mask):
     if validation.is_concrete(y) and validation.is_concrete(mask):
         if not np.all(np.isfinite(np.asarray(y)[np.asarray(mask)])):
             raise ValueError("y must be finite at every unmasked observation, got NaN or inf")
+    if validation.is_concrete(x) and validation.is_concrete(mask):
+        if not np.all(np.isfinite(np.asarray(x)[np.asarray(mask)])):
+            raise ValueError("x must be finite at every unmasked observation, got NaN or inf")
     return x, y.astype(x.dtype), mask
 
 
 def _check_alpha(alpha):
     validation.check_real_array(alpha, "alpha", minimum=0.0, include_minimum=False)
+    if np.ndim(alpha) != 0:
+        raise ValueError(f"alpha must be one concentration (a scalar), got shape {np.shape(alpha)}")
 
 
 def _sample_prior_fast(rng_key, shape) -> jax.Array:
@@ -214,8 +219,19 @@ def _sample_prior_fast(rng_key, shape) -> jax.Array:
     return jnp.stack(logs, axis=-1)
 
 
-def _check_state(state):
+def _check_state(state, num_points=None, rand=None, jitter=None):
     validation.check_instance(state, RamboState, "state", "built by rambo_init")
+    if num_points is None:
+        return
+    validation.check_nonnegative(jitter, "jitter")
+    if np.shape(state.assignments) != (num_points,):
+        raise ValueError(f"state must come from the same {num_points} points as x, got "
+                         f"assignments of shape {np.shape(state.assignments)}")  # fmt: skip
+    validation.check_indices(state.assignments, "state.assignments", np.shape(state.active)[0],
+                             "max_clusters")  # fmt: skip
+    if rand is not None and np.shape(rand.order) != (num_points,):
+        raise ValueError(f"rng_key_or_randomness must be drawn for the {num_points} points of x, "
+                         f"got an order of shape {np.shape(rand.order)}")  # fmt: skip
 
 
 def sweep_randomness(rng_key, num_points: int, num_prior_draws: int = 5) -> SweepRandomness:
@@ -496,6 +512,7 @@ def rambo_sweep(
     else:
         validation.check_key(rng_key_or_randomness, "rng_key_or_randomness")
         rand = sweep_randomness(rng_key_or_randomness, x.shape[0])
+    _check_state(state, x.shape[0], rand, jitter)
     return _sweep_jit(x, y, mask, state, rand, jitter, variant=variant)
 
 
@@ -559,7 +576,8 @@ def split_merge_randomness(
       ((3, 5), (3,))
     """
     validation.check_key(rng_key)
-    num_points = validation.check_int(num_points, "num_points", minimum=1)
+    # A split-merge move picks two distinct points.
+    num_points = validation.check_int(num_points, "num_points", minimum=2)
     restricted_scans = validation.check_int(restricted_scans, "restricted_scans", minimum=0)
     keys = jax.random.split(rng_key, 7)
     return SplitMergeRandomness(
@@ -797,6 +815,7 @@ def rambo_split_merge(
     else:
         validation.check_key(rng_key_or_randomness, "rng_key_or_randomness")
         rand = split_merge_randomness(rng_key_or_randomness, x.shape[0], restricted_scans)
+    _check_state(state, x.shape[0], rand, jitter)
     return _split_merge_jit(x, y, mask, state, rand, jitter, proposal=proposal)
 
 
@@ -904,6 +923,7 @@ def rambo_fit(
     x, y, mask = _check_data(x, y, mask)
     _check_alpha(alpha)
     max_clusters = validation.check_int(max_clusters, "max_clusters", minimum=3)
+    validation.check_nonnegative(jitter, "jitter")
     moves = validation.check_int(split_merge_moves, "split_merge_moves", minimum=0)
     scans = validation.check_int(restricted_scans, "restricted_scans", minimum=0)
     if split_merge_proposal not in _PROPOSALS:

@@ -76,6 +76,18 @@ def numpy_gibbs_sweep(
     validation.check_real(alpha, "alpha", minimum=0.0, include_minimum=False)
     if variant not in ("textbook", "reference"):
         raise ValueError(f"variant must be 'textbook' or 'reference', got {variant!r}")
+    n = x.shape[0]
+    lp = validation.check_array(log_params, "log_params", kind="real", ndim=2, host=True)
+    validation.check_last_axis(lp, 3, "log_params")
+    validation.check_finite_array(lp, "log_params")
+    validation.check_indices(np.asarray(assignments), "assignments", lp.shape[0], "len(log_params)")
+    validation.check_permutation(order, n, "order")
+    validation.check_real_array(uniforms, "uniforms", minimum=0.0, maximum=1.0)
+    if np.shape(uniforms) != (n,):
+        raise ValueError(f"uniforms must have shape ({n},), got {np.shape(uniforms)}")
+    shape = np.shape(prior_draws)  # rows indexed by point (a padded sweep's draws are longer)
+    if len(shape) != 3 or shape[0] < n or shape[2] != 3:
+        raise ValueError(f"prior_draws must have shape (>= {n}, draws, 3), got {shape}")
     xs, ys = _standardize(x, y)
     z = np.array(assignments, dtype=np.int64)
     lp = np.array(log_params, dtype=np.float64)

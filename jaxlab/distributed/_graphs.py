@@ -405,8 +405,9 @@ def sample_graph_sequence(
       >>> seq.shape, [int(g.sum()) for g in seq]
       ((3, 8, 8), [16, 16, 16])
     """
-    if not callable(graph_fn):
-        raise TypeError(f"graph_fn must be callable (rng_key, step) -> adjacency, got {graph_fn!r}")
+    validation.check_callable(
+        graph_fn, "graph_fn", signature="graph_fn(rng_key, step) -> adjacency"
+    )
     validation.check_key(rng_key, "rng_key")
     num_steps = validation.check_int(num_steps, "num_steps", minimum=1)
     steps = jnp.arange(num_steps)

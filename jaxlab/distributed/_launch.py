@@ -102,8 +102,7 @@ def _child_main(
 
 
 def _check_fn_picklable(fn: Callable[..., Any]) -> None:
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    validation.check_callable(fn, "fn")
     main = sys.modules.get("__main__")
     if getattr(fn, "__module__", None) == "__main__" and not getattr(main, "__file__", None):
         raise TypeError(

@@ -215,8 +215,7 @@ def run_vmapped(fn: Callable[..., Any], axis_name: str, *args: Any) -> Any:
     References:
       JAX documentation, ``jax.vmap`` with ``axis_name`` (collectives under vmap).
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    validation.check_callable(fn, "fn")
     if not isinstance(axis_name, str) or not axis_name:
         raise TypeError(f"axis_name must be a non-empty string, got {axis_name!r}")
     _check_worker_args(args, None)
@@ -262,8 +261,7 @@ def run_pmapped(
     References:
       JAX documentation, ``jax.pmap`` (collectives over a named device axis).
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    validation.check_callable(fn, "fn")
     if not isinstance(axis_name, str) or not axis_name:
         raise TypeError(f"axis_name must be a non-empty string, got {axis_name!r}")
     size = _check_worker_args(args, None)
@@ -363,15 +361,8 @@ def run_sharded(fn: Callable[..., Any], mesh: Mesh, axis_name: str, *args: Any) 
     References:
       JAX documentation, "Manual parallelism with shard_map".
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
-    if not isinstance(axis_name, str) or not axis_name:
-        raise TypeError(f"axis_name must be a non-empty string, got {axis_name!r}")
-    if axis_name not in mesh.axis_names:
-        raise ValueError(f"axis_name {axis_name!r} is not an axis of mesh {mesh.axis_names}")
-    _check_worker_args(args, mesh.shape[axis_name])
+    validation.check_callable(fn, "fn")
+    _check_worker_args(args, validation.check_mesh_axis(mesh, axis_name))
     try:
         runner = _sharded_callable(fn, mesh, axis_name)
     except TypeError:  # an unhashable callable: build it uncached
@@ -422,10 +413,7 @@ def process_local_to_global(tree: Any, mesh: Mesh, axis_name: str) -> Any:
     References:
       JAX documentation, "Introduction to multi-controller JAX".
     """
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
-    if axis_name not in mesh.axis_names:
-        raise ValueError(f"axis_name {axis_name!r} is not an axis of mesh {mesh.axis_names}")
+    validation.check_mesh_axis(mesh, axis_name)
     sharding = NamedSharding(mesh, P(axis_name))
     return jax.tree.map(
         lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), tree

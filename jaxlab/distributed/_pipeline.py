@@ -183,10 +183,7 @@ def _check_inputs(stage_params, inputs, targets, mesh, axis_name, min_microbatch
     if tx is not None and not isinstance(tx, optax.GradientTransformation):
         raise TypeError(f"tx must be an optax.GradientTransformation, got {type(tx).__name__}")
     validation.check_floating_tree(stage_params, "stage_params")
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
-    if axis_name not in mesh.axis_names:
-        raise ValueError(f"axis_name {axis_name!r} is not an axis of mesh {mesh.axis_names}")
+    validation.check_mesh_axis(mesh, axis_name)
     num_stages = _num_stages(stage_params)
     if mesh.shape[axis_name] != num_stages:
         raise ValueError(
@@ -284,8 +281,7 @@ def _stage_program(per_stage, mesh, axis_name, mapping):
 
 
 def _check_mapping(mapping) -> None:
-    if mapping not in _MAPPINGS:
-        raise ValueError(f"mapping must be one of {_MAPPINGS}, got {mapping!r}")
+    validation.check_choice(mapping, "mapping", _MAPPINGS)
 
 
 def pipedream_2bw_train(
@@ -657,8 +653,7 @@ def pipeline_schedule(
       Narayanan et al., PipeDream-2BW, ICML 2021 (arXiv 2006.09503); Huang et al., GPipe
       (arXiv 1811.06965).
     """
-    if kind not in ("gpipe", "1f1b", "2bw"):
-        raise ValueError(f"kind must be one of ('gpipe', '1f1b', '2bw'), got {kind!r}")
+    validation.check_choice(kind, "kind", ("gpipe", "1f1b", "2bw"))
     for name, value in (
         ("num_stages", num_stages),
         ("num_microbatches", num_microbatches),

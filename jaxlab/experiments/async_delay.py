@@ -52,7 +52,6 @@ from matplotlib.figure import Figure
 
 from jaxlab._src import parts as _parts
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
-from jaxlab._src.threads import jit as threads_jit
 from jaxlab._src.threads import single_threaded_blas
 from jaxlab.distributed import pipeline_schedule
 from jaxlab.nn import (
@@ -226,9 +225,8 @@ def _train_arm(config, name, delay, lanes, init_states, graphdef, train, eval_wi
 
     if name in _SEQUENTIAL_LANES:
         # One lane after another inside one jit: DeVA's eigh/QR refresh stays behind a real
-        # `lax.switch` per lane instead of XLA batching many LAPACK calls per step; compiled with
-        # single-threaded Eigen on CPU, where eigh/QR inside scans could hang (jaxlab._src.threads).
-        run = threads_jit(lambda *xs: jax.lax.map(lambda lane: one(*lane), xs))
+        # `lax.switch` per lane instead of XLA batching many LAPACK calls per step.
+        run = jax.jit(lambda *xs: jax.lax.map(lambda lane: one(*lane), xs))
     else:
         run = jax.jit(jax.vmap(one))
     final, curves = run(lanes["lam"], lanes["lr"], lanes["seed"])

@@ -42,11 +42,12 @@ from matplotlib.figure import Figure
 
 from jaxlab import nn as jnn
 from jaxlab import optim
+from jaxlab._src import linalg
 from jaxlab._src import parts as _parts
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab._src.parts import unit
 from jaxlab._src.stats import steps_to_reach, t_interval, trailing_mean
-from jaxlab._src.threads import compile_program, single_threaded_blas
+from jaxlab._src.threads import single_threaded_blas
 from jaxlab.optim import quadratic_toy_hessian
 
 __all__ = ["DevaConfig", "run"]
@@ -236,7 +237,7 @@ def _toy_runs(method, config, keys, eigenvalues, squared, lrs, curve_lr) -> tupl
         tx = _toy_transform(method, config, peak_lr)
         h_key, x_key, sample_key = jax.random.split(key, 3)
         h = quadratic_toy_hessian(h_key, eig)
-        values, vectors = jnp.linalg.eigh(h)
+        values, vectors = linalg.eigh(h)
         root = (vectors * jnp.sqrt(jnp.maximum(values, 0.0))[None, :]) @ vectors.T
         f = lambda x: 0.5 * jnp.trace(x.T @ h @ x)
 
@@ -264,10 +265,9 @@ def _toy_runs(method, config, keys, eigenvalues, squared, lrs, curve_lr) -> tupl
     over_lrs = jax.vmap(over_seeds, in_axes=(None, None, None, 0))
     over_problems = jax.vmap(over_lrs, in_axes=(None, 0, 0, None))
     args = (keys, eigenvalues, squared, jnp.asarray(lrs))
-    # eigh/QR inside vmapped scans: compiled with single-threaded Eigen on CPU, where the
-    # multi-threaded path hung (jaxlab._src.threads).
-    program = compile_program(over_problems, *args)
-    curves = np.asarray(program(*args))
+    # eigh/QR inside vmapped scans run one matrix per LAPACK call on CPU (jaxlab._src.linalg),
+    # where batched calls could hang.
+    curves = np.asarray(jax.jit(over_problems)(*args))
     return curves[..., -1], curves[:, list(lrs).index(curve_lr)]
 
 

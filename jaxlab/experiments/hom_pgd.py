@@ -40,7 +40,9 @@ CLAIM = (
     "(issue 41): coverage (best point reachable through the learned map) within 5% of the best "
     "SLSQP reference, unresolved while it still falls between half and full training budget by "
     "more than its margin to the gate, and optimizer (Hom-PGD's end point against that reachable "
-    "point) within 1%; n=10, m in {10, 100}: less time per instance than every baseline that "
+    "point) within 1%; a part whose 95% interval over instances contains its gate, or a miss at "
+    "a size trained below the authors' budget, is unresolved; n=10, m in {10, 100}: less time "
+    "per instance than every baseline that "
     "reaches a median end-to-end gap <= 5%."
 )
 
@@ -61,14 +63,26 @@ BOOTSTRAP_RESAMPLES = 2000  # for the 95% interval of each median over instances
 GOAL_SPEEDUP = 5.0  # the issue's goal on the star toy (reported): >= 5x faster than exact PGD
 STOP_TOL = 1e-5  # feasibility tolerance; the reference PGD's |Δf| stop (Hom-PGD runs every step)
 # The authors' training (scripts/inn_pgd/_configs.py, run_qcqp_inn_toy.py): 10,000 steps, batch
-# 256 for the 2-D toy and 64 for the sweep, width 64, w_pen 10. A size trained with less cannot
-# fail a quality part, only leave it unresolved: it did not run the paper's setting.
+# 256 for the 2-D toy and 64 for the sweep, width 64, w_pen 10.
 AUTHORS_STEPS = 10_000
 AUTHORS_BATCH = {2: 256}  # n -> batch (64 above n = 2)
 AUTHORS_WIDTH = 64
 AUTHORS_PENALTY = 10.0
 # The authors' Lagrangian baselines (lagrangian_baseline_config): plain gradient inner steps,
 # outer rounds aligned with Hom-PGD's iteration cap 10 n.
+# Quick's n = 10, m = 100 trains 100 of the authors' 10,000 steps (a step costs about 0.27 s on
+# 2 cores, so their budget is full's): below the budget its quality parts cannot fail (see
+# UNDER_BUDGET_CAN_FAIL), so at quick it decides the speed part only, and Hom-PGD's time per
+# instance does not depend on training (every one of its 10 n iterations runs). 500 steps, the
+# budget before, decided nothing more (coverage 24.6%, unresolved) at 100 s more.
+QUICK_M100_STEPS = 100
+# A size trained below the authors' budget (quick's n = 10, m = 100) did not run the paper's
+# setting, and every quality part (feasibility, coverage, optimizer) is measured on its map: the
+# optimizer part too, against the best point *that* map reaches through *its* latent landscape
+# (12.7% median at 500 of 10,000 steps of n = 10, m = 100, 0.00% at 10,000 steps of n = 10,
+# m = 10). A fair test uses the authors' budget, so such a size can pass a quality part but a
+# miss there is `unresolved`, never `fail`: the budget, not the method, may have decided it.
+UNDER_BUDGET_CAN_FAIL = False
 BASELINE_INNER_SOLVER = "gd"
 BASELINE_ROUNDS_PER_N = 10
 
@@ -117,8 +131,11 @@ class HomPGDConfig(ExperimentConfig):
     exact_pgd_instances: int = 5
     exact_pgd_time_limit_s: float = 60.0
     eps_samples: int = 2000
-    # m = 100 trains 500 of the authors' 10,000 steps: at width 64 a step costs 0.27 s on 2 cores.
-    speed_cases: tuple[tuple[int, int, int, int], ...] = ((10, 10, 10_000, 64), (10, 100, 500, 64))
+    # m = 100 trains QUICK_M100_STEPS of the authors' 10,000 steps (full: all of them).
+    speed_cases: tuple[tuple[int, int, int, int], ...] = (
+        (10, 10, AUTHORS_STEPS, AUTHORS_WIDTH),
+        (10, 100, QUICK_M100_STEPS, AUTHORS_WIDTH),
+    )
     speed_batch_size: int = 64
     speed_seed: int = 2025
     speed_instances: int = 20
@@ -557,7 +574,11 @@ def _star_parts(config, star) -> list:
 
 
 def _budget(res) -> str:
-    kept = "the authors' budget" if res["authors_budget"] else "BELOW the authors' budget"
+    kept = (
+        "the authors' budget"
+        if res["authors_budget"]
+        else "BELOW the authors' budget: a miss is unresolved"
+    )
     return (
         f"{res['train_steps']} training steps at batch {res['batch_size']}, width "
         f"{res['encoder_hidden']}, w_pen {res['penalty_weight']:g} ({kept})"
@@ -573,6 +594,21 @@ def _coverage_still_falling(res) -> bool:
     return drop > res["coverage"][0] - COVERAGE_GAP
 
 
+def _gate(median, low, high, gate, authors_budget, still_falling=False) -> tuple[bool, bool]:
+    """``(passed, resolved)`` of a median-over-instances part against its gate (<= passes).
+
+    One rule for every quality part: unresolved when the 95% interval of the median contains
+    the gate; a miss is also unresolved when the budget may have decided it (coverage still
+    falling by more than its margin to the gate, or a size trained below the authors' budget,
+    see ``UNDER_BUDGET_CAN_FAIL``).
+    """
+    passed = bool(median <= gate)
+    resolved = not (low <= gate < high)
+    if not passed and (still_falling or not (authors_budget or UNDER_BUDGET_CAN_FAIL)):
+        resolved = False
+    return passed, resolved
+
+
 def _split_parts(label, res, extra: str = ""):
     """The gap split into its two parts (issue 41): coverage of the learned map, then the
     latent optimizer against the best point that map reaches."""
@@ -580,8 +616,13 @@ def _split_parts(label, res, extra: str = ""):
     coverage, low, high = res["coverage"]
     optimizer, o_low, o_high = res["optimizer"]
     half = res.get("coverage_half", (np.nan,) * 3)[0]
-    coverage_ok = coverage <= COVERAGE_GAP
-    falling = not coverage_ok and _coverage_still_falling(res)
+    falling = coverage > COVERAGE_GAP and _coverage_still_falling(res)
+    coverage_ok, coverage_resolved = _gate(
+        coverage, low, high, COVERAGE_GAP, res["authors_budget"], falling
+    )
+    optimizer_ok, optimizer_resolved = _gate(
+        optimizer, o_low, o_high, OPTIMIZER_GAP, res["authors_budget"]
+    )
     end_to_end = (
         f"end to end: median {hom['median_gap']:.1%} vs a local SLSQP solve from x = 0, "
         f"{res['gap_vs_multistart']:.1%} vs the best of {res['slsqp_starts']} SLSQP starts; "
@@ -598,14 +639,14 @@ def _split_parts(label, res, extra: str = ""):
             + f"; {end_to_end}"
             + extra,
             coverage_ok,
-            resolved=coverage_ok or (res["authors_budget"] and not falling),
+            resolved=coverage_resolved,
         ),
         check(
             f"{label}: optimizer: Hom-PGD from the centre ends within {OPTIMIZER_GAP:.0%} of the "
             "best point its map reaches (median)",
             f"median optimizer gap {optimizer:.2%} [95% interval {o_low:.2%}, {o_high:.2%}]",
-            optimizer <= OPTIMIZER_GAP,
-            resolved=not (o_low <= OPTIMIZER_GAP < o_high),
+            optimizer_ok,
+            resolved=optimizer_resolved,
         ),
     ]
 
@@ -626,7 +667,7 @@ def _qcqp_parts(res) -> list:
             f"{hom['feasible_fraction']:.0%} of {res['test_instances']} instances (ε_inn = "
             f"{res['eps_inn']:.1%} of Φ(latent samples) outside K; {_budget(res)})",
             feasible,
-            resolved=feasible or res["authors_budget"],
+            resolved=feasible or res["authors_budget"] or UNDER_BUDGET_CAN_FAIL,
         ),
         *_split_parts(label, res, extra),
     ]

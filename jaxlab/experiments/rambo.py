@@ -14,16 +14,23 @@ computes them); the textbook likelihood runs beside it (``rambo-<schedule>-textb
 not gating). A BoTorch-style single GP (issue 38, part A) is reported beside too, not gating,
 when ``botorch_sgp`` names its surrogate.
 
-Quick: 2-D problems, 10 initial points + 40 iterations, 10 seeds, constant ``α = 2``, MAP
-refits every 5 sweeps; shrunk from the note's quick sizes: 30 sweeps / 10 burn-in (note:
-40 / 15) and 1024 Sobol candidates (note: 2048) refined from the best 5 by 25 Adam steps, no
-L-BFGS stage. Not yet under the issue's 10 minutes on 2 cores: one run at these sizes used
-over 45 CPU-minutes unfinished (on a loaded machine); fewer seeds cannot be the remedy (the issue
-asks >= 10), so the sweeps, candidates or iterations must shrink further. Full: the paper's
-6-D and 10-D Levy and Schwefel (20 + 200 evaluations, 10 seeds, 1000 / 500 sweeps) with both
-concentration schedules (linear 0.5 → 5 and sqrtlog ``α₀ = 2``), 2048 candidates, 20 starts
-refined by Adam then 60 L-BFGS iterations (the released code's optimizer); the verdict reads
-the first RAMBO arm.
+Quick: 2-D problems, 10 initial points + 20 iterations, 10 seeds, constant ``α = 2``, MAP refits
+every 5 sweeps, 20 sweeps / 5 burn-in and 512 Sobol candidates refined from the best 5 by 25 Adam
+steps, no L-BFGS stage. Shrunk from the note's quick sizes (40 iterations, 40 sweeps / 15 burn-in,
+2048 candidates) to keep the profile under the issue's 10 minutes on 2 cores without dropping below
+10 seeds: a RAMBO run's cost grows steeply with the padded size ``num_init + num_iters`` (every fit
+sweeps all ``n`` rows with ``n × n`` rank-one updates per slot), so halving the iterations (50 ->
+30 rows, as ``benchmarks/peers_botorch.py``'s 10 + 20) cuts it the most (measured: 0.8 CPU s per
+RAMBO iteration at 50 rows, 0.085 at 20); sweeps and candidates follow. At 40 iterations, 30 sweeps
+and 1024 candidates one RAMBO run took 20-25 s wall / 31-33 CPU s on the quiet machine, about 2,000
+CPU s for the 60 RAMBO runs alone; the whole quick run at these sizes used 220 CPU s (905 s
+wall on the shared machine at load 7-15). Full: the paper's 6-D and 10-D Levy and Schwefel (20 + 200
+evaluations, 10 seeds, 1000 / 500 sweeps) with both concentration schedules (linear 0.5 → 5 and
+sqrtlog ``α₀ = 2``), 2048 candidates, 20 starts refined by Adam then 60 L-BFGS iterations (the
+released code's optimizer); the verdict reads the first RAMBO arm. Quick and full run the
+BoTorch-style single GP beside (``sgp-botorch``: ``bayes_opt(surrogate="sgp_botorch")`` with its
+LogEI, ``ξ = 0``), reported against RAMBO by the same paired interval, not gating; smoke leaves it
+out (its multi-start fit compiles for ~10 s).
 
 Verdict: three parts, each decided by the paired Student-t 95% interval over seeds of a mean
 difference of ``log10`` final regret (pass when the interval meets the gap, fail when it
@@ -84,8 +91,9 @@ class RamboExperimentConfig(ExperimentConfig):
         verdict reads the first schedule's authors'-likelihood arm).
       num_candidates, num_starts, adam_steps, lbfgs_steps: the acquisition optimizer.
       gp_steps: L-BFGS iterations of the single-GP fit.
-      botorch_sgp: the ``bayes_opt`` surrogate name of the BoTorch-style single GP (issue 38,
-        part A), reported beside RAMBO and not gating; ``None`` leaves that arm out.
+      botorch_sgp: the ``bayes_opt`` surrogate name of the BoTorch-style single GP
+        (``"sgp_botorch"`` in quick and full), run with LogEI (``ξ = 0``) and reported beside
+        RAMBO, not gating; ``None`` (smoke) leaves that arm out.
     """
 
     problems: tuple[tuple[str, int], ...] = ((TWO_REGIME, 2), ("levy", 2), ("schwefel", 2))
@@ -121,8 +129,16 @@ class RamboExperimentConfig(ExperimentConfig):
 
     @classmethod
     def quick(cls):
-        # The note's quick acquisition: Sobol candidates and Adam refinement, no L-BFGS stage.
-        return cls(lbfgs_steps=0)
+        # The note's quick acquisition: Sobol candidates and Adam refinement, no L-BFGS stage;
+        # iterations, sweeps and candidates shrunk for the 10-minute budget (module docstring).
+        return cls(
+            num_iters=20,
+            num_sweeps=20,
+            burn_in=5,
+            num_candidates=512,
+            lbfgs_steps=0,
+            botorch_sgp="sgp_botorch",
+        )
 
     @classmethod
     def full(cls):
@@ -141,6 +157,7 @@ class RamboExperimentConfig(ExperimentConfig):
             schedules=("linear", "sqrtlog"),
             num_candidates=2048,
             num_starts=20,
+            botorch_sgp="sgp_botorch",
         )
 
 
@@ -166,6 +183,8 @@ def _run_problem(config, name, dim, key, progress):
         adam_steps=config.adam_steps,
         lbfgs_steps=config.lbfgs_steps,
     )
+    # BoTorch's LogEI (ξ = 0) for the BoTorch-style arm, as bayes_opt's default for it.
+    botorch_acq = dataclasses.replace(acq, kind="log_ei", xi=0.0)
     arms = _arms(config)
     out = {arm: [] for arm in arms}
     for seed in range(config.seeds):
@@ -186,7 +205,7 @@ def _run_problem(config, name, dim, key, progress):
                 num_init=config.num_init,
                 num_iters=config.num_iters,
                 rambo=rambo,
-                acquisition=acq,
+                acquisition=botorch_acq if arm == "sgp-botorch" else acq,
                 gp_steps=config.gp_steps,
                 progress=progress,
             )
@@ -256,6 +275,31 @@ def verdict_inputs(tasks: dict, arm: str) -> dict:
         }
         for task, out in tasks.items()
     }
+
+
+def reported_intervals(tasks: dict, arms: list[str]) -> dict:
+    """The arms reported beside the gate (not gating): each other RAMBO arm and the BoTorch-style
+    single GP against SGP, random search and the gating arm ``arms[0]``; and, when the
+    BoTorch-style arm ran, the gating RAMBO against it (``rambo_vs_sgp_botorch``: positive when
+    RAMBO reached the lower regret)."""
+    gate = arms[0]
+    reported = {
+        other: {
+            task: {
+                "vs_sgp": paired_interval(out, other, "sgp"),
+                "vs_random": paired_interval(out, other, "random"),
+                "vs_gating_rambo": paired_interval(out, other, gate),
+            }
+            for task, out in tasks.items()
+        }
+        for other in arms[1:]
+        if other.startswith("rambo") or other == "sgp-botorch"
+    }
+    if "sgp-botorch" in arms:
+        reported["rambo_vs_sgp_botorch"] = {
+            task: paired_interval(out, gate, "sgp-botorch") for task, out in tasks.items()
+        }
+    return reported
 
 
 def part_statuses(rows: dict) -> list[str]:
@@ -362,21 +406,7 @@ def run(config: RamboExperimentConfig, rng_key: jax.Array, progress: Progress) -
         statuses[2],
     )
     level = note_level(statuses)
-    reported = {}
-    for other in arms[1:]:
-        if other.startswith("rambo") or other == "sgp-botorch":
-            reported[other] = {
-                task: {
-                    "vs_sgp": paired_interval(out, other, "sgp"),
-                    "vs_random": paired_interval(out, other, "random"),
-                    "vs_gating_rambo": paired_interval(out, other, arm),
-                }
-                for task, out in tasks.items()
-            }
-    if "sgp-botorch" in arms:
-        reported["rambo_vs_sgp_botorch"] = {
-            task: paired_interval(out, arm, "sgp-botorch") for task, out in tasks.items()
-        }
+    reported = reported_intervals(tasks, arms)
     metrics = {
         "note_verdict": level,
         "verdict_arm": arm,
@@ -392,6 +422,12 @@ def run(config: RamboExperimentConfig, rng_key: jax.Array, progress: Progress) -
         for t, r in reported.get(textbook, {}).items()
     )
     reason = f"note's rule: {level}; textbook likelihood beside (not gating): {side}"
+    if "rambo_vs_sgp_botorch" in reported:
+        versus = "; ".join(
+            f"{t}: sgp-botorch - RAMBO {_interval_text(r)}"
+            for t, r in reported["rambo_vs_sgp_botorch"].items()
+        )
+        reason += f"; BoTorch-style single GP beside (not gating): {versus}"
     return Result(
         metrics=metrics, parts=[part1, part2, part3], figures=_figures(config, tasks), reason=reason
     )

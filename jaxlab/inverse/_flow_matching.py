@@ -38,6 +38,7 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
     check_callback_shape,
     check_int,
     check_key,
@@ -110,6 +111,7 @@ def diffrax_adjoint(adjoint: Any, num_steps: int) -> diffrax.AbstractAdjoint | s
             f"adjoint must be one of {_ADJOINTS} or a diffrax adjoint, got {adjoint!r}"
         )
     adjoint = _FORMER_NAMES.get(adjoint, adjoint)
+    check_int(num_steps, "num_steps", minimum=1)
     if adjoint == EVERY_STEP:
         return EVERY_STEP
     if adjoint == "checkpointed":
@@ -182,10 +184,7 @@ def integrate_flow(
     References:
       Y. Lipman et al., "Flow Matching for Generative Modeling", ICLR 2023; P. Kidger, diffrax.
     """
-    if not callable(velocity_fn):
-        raise TypeError(
-            f"velocity_fn must be callable as velocity_fn(params, x, t), got {velocity_fn!r}"
-        )
+    check_callable(velocity_fn, "velocity_fn", signature="velocity_fn(params, x, t)")
     x = check_array(x, "x", kind="floating")
     num_steps = check_positive_int(num_steps, "num_steps")
     _check_time(t0, "t0")
@@ -425,17 +424,20 @@ def flow_matching_loss(
       Y. Lipman et al., "Flow Matching for Generative Modeling", ICLR 2023, eq. (23) with
       ``σ_min = 0`` (the rectified-flow path).
     """
-    if not callable(velocity_fn):
-        raise TypeError(
-            f"velocity_fn must be callable as velocity_fn(params, x, t), got {velocity_fn!r}"
-        )
+    check_callable(velocity_fn, "velocity_fn", signature="velocity_fn(params, x, t)")
     check_key(rng_key)
     x1 = check_array(x1, "x1", kind="floating", ndim=2)
     noise_key, time_key = jax.random.split(rng_key)
     x0 = jax.random.normal(noise_key, x1.shape, x1.dtype)
     t = jax.random.uniform(time_key, x1.shape[:1], x1.dtype)
     xt = (1.0 - t)[:, None] * x0 + t[:, None] * x1
-    v = velocity_fn(params, xt, t)
+    try:
+        v = velocity_fn(params, xt, t)
+    except (TypeError, ValueError) as err:  # e.g. a one-point velocity given a batch
+        raise ValueError(
+            f"velocity_fn(params, x, t) must take a batch x {xt.shape} with times t {t.shape} "
+            f"(vmap a one-point velocity), and failed: {type(err).__name__}: {err}"
+        ) from err
     check_callback_shape(v, xt.shape, "velocity_fn", "shaped like the batch x1")
     return jnp.mean(jnp.sum((v - (x1 - x0)) ** 2, axis=-1))
 
@@ -500,7 +502,13 @@ def train_flow_matching(
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     # The model must accept (B, D) rows with (B,) times: checked once, before compiling.
     probe = lambda p: nnx.merge(graphdef, p, rest)(data[:2], jnp.zeros(2, data.dtype))  # noqa: E731
-    jax.eval_shape(probe, params)
+    try:
+        jax.eval_shape(probe, params)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"model must accept rows of data (shape {data.shape}) with their times: "
+            f"{type(err).__name__}: {err}"
+        ) from err
     tx = optax.adam(learning_rate)
 
     def loss_of(params, step):

@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.ad_checkpoint
 
+from jaxlab._src.validation import check_callable
+
 __all__ = ["StepMemory", "saved_residual_bytes", "step_memory"]
 
 _RESIDUAL = re.compile(r"^\s*([a-z]+)(\d+)\[([0-9,]*)\]")
@@ -61,8 +63,7 @@ def saved_residual_bytes(fn: Callable[..., Any], *args: Any) -> int:
       >>> saved_residual_bytes(lambda x: jnp.sum(jnp.sin(jnp.sin(x))), jnp.ones(3))  # 2 cos f32[3]
       24
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    check_callable(fn, "fn")
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         jax.ad_checkpoint.print_saved_residuals(fn, *args)
@@ -105,8 +106,7 @@ def step_memory(
       >>> report.source, report.argument_bytes
       ('memory_analysis', 4000)
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    check_callable(fn, "fn")
     jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
     compiled = jitted.lower(*args).compile()
     try:

@@ -54,6 +54,8 @@ def _as_time(t: ArrayLike, dtype) -> jax.Array:
     if t.ndim != 0:
         raise ValueError(f"t must be a scalar time in [0, 1], got shape {t.shape}")
     check_finite_array(t, "t")
+    if is_concrete(t) and not 0.0 <= float(t) <= 1.0:
+        raise ValueError(f"t must be a time in [0, 1] (the flow's path), got {float(t)}")
     return t
 
 

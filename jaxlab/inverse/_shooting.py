@@ -40,6 +40,8 @@ from jax.typing import ArrayLike
 from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
+    check_choice,
     check_nonnegative,
     check_positive,
     check_positive_int,
@@ -97,10 +99,7 @@ def radial_prior(z: ArrayLike) -> jax.Array:
 
 
 def _check_velocity(velocity_fn):
-    if not callable(velocity_fn):
-        raise TypeError(
-            f"velocity_fn must be callable as velocity_fn(params, x, t), got {velocity_fn!r}"
-        )
+    check_callable(velocity_fn, "velocity_fn", signature="velocity_fn(params, x, t)")
 
 
 def _check_measurement(y, operator: LinearOperator, name: str = "y") -> jax.Array:
@@ -423,8 +422,7 @@ class MSFlow(IterativeSolver):
             check_real(self.mu_end, "mu_end", minimum=mu0)
         check_positive(self.learning_rate, "learning_rate")
         check_nonnegative(self.prior_weight, "prior_weight")
-        if self.jacobian not in _JACOBIANS:
-            raise ValueError(f"jacobian must be one of {_JACOBIANS}, got {self.jacobian!r}")
+        check_choice(self.jacobian, "jacobian", _JACOBIANS)
         diffrax_solver(self.method)
 
     # -- pieces ------------------------------------------------------------------------------

@@ -16,9 +16,9 @@ SimpleGPT (normalize after every linear map): :class:`SimpleNorm`, :class:`Simpl
 byte-level corpus pipeline (:func:`stdlib_byte_corpus`, :func:`split_corpus`,
 :func:`sample_batch`, :func:`train_language_model`), the library's one training loop
 (:func:`scan_train`: any loss on pure parameters, one ``lax.scan``), the LR-sweep stability rule
-(:func:`loss_curve_stability`) and, in
-:mod:`jaxlab.nn.hessian`, Hessian-vector products and the top Hessian eigenvalue (:func:`hvp`,
-:func:`top_eigenvalue`), with respect to activations (:func:`activation_hessian_top_eigenvalue`,
+(:func:`loss_curve_stability`) and the Hessian tools: Hessian-vector products and the top
+Hessian eigenvalue (:func:`hvp`, :func:`top_eigenvalue`), with respect to activations
+(:func:`activation_hessian_top_eigenvalue`,
 :func:`residual_stream_loss`) and under Adam's preconditioner
 (:func:`preconditioned_top_eigenvalue`, :func:`adam_preconditioner`,
 :func:`adam_sharpness_limit`).
@@ -31,7 +31,7 @@ gradients), rule checks (:func:`rule_satisfaction`, :func:`rule_violation`, the 
 and tasks (:func:`gap_rules`, :func:`input_decided_regression_task`, ...).
 """
 
-from jaxlab.nn import hessian
+from jaxlab._src.training import ScanTrainResult, scan_train
 from jaxlab.nn._disjunctive import (
     Disjunct,
     Disjunction,
@@ -55,6 +55,15 @@ from jaxlab.nn._disjunctive_problems import (
     output_only_regression_task,
     output_only_target,
     tightness_rules,
+)
+from jaxlab.nn._hessian import (
+    activation_hessian_top_eigenvalue,
+    adam_preconditioner,
+    adam_sharpness_limit,
+    hvp,
+    preconditioned_top_eigenvalue,
+    residual_stream_loss,
+    top_eigenvalue,
 )
 from jaxlab.nn._invertible import (
     ActNormLU,
@@ -100,22 +109,11 @@ from jaxlab.nn._simplegpt import (
     simplegpt_schedule,
 )
 from jaxlab.nn._text import (
-    ScanTrainResult,
     loss_curve_stability,
     sample_batch,
-    scan_train,
     split_corpus,
     stdlib_byte_corpus,
     train_language_model,
-)
-from jaxlab.nn.hessian import (
-    activation_hessian_top_eigenvalue,
-    adam_preconditioner,
-    adam_sharpness_limit,
-    hvp,
-    preconditioned_top_eigenvalue,
-    residual_stream_loss,
-    top_eigenvalue,
 )
 
 __all__ = [
@@ -167,7 +165,6 @@ __all__ = [
     "ffn_hidden_size",
     "fit_convergence_constants",
     "fixed_compute_steps",
-    "hessian",
     "homeomorphism_loss",
     "invertibility_error",
     "hvp",
@@ -192,3 +189,21 @@ __all__ = [
     "train_homeomorphism",
     "train_language_model",
 ]
+
+
+def __getattr__(name):
+    # The Hessian tools were also exported as the module jaxlab.nn.hessian; their names are
+    # exported once now, from jaxlab.nn.
+    if name == "hessian":
+        import warnings
+
+        from jaxlab.nn import _hessian
+
+        warnings.warn(
+            "jaxlab.nn.hessian (the module) is deprecated: its functions are jaxlab.nn's own "
+            "names (jaxlab.nn.hvp, jaxlab.nn.top_eigenvalue, ...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _hessian
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

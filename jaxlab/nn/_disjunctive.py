@@ -62,26 +62,18 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxlab._src.solver import QP_PRIMAL_INFEASIBLE, SolverStatus
+from jaxlab._src.qp import DenseQP, QPSolution
+from jaxlab._src.solver import SolverStatus
 from jaxlab._src.validation import (
     check_array,
     check_bool,
+    check_choice,
     check_finite_array,
     check_int,
     check_last_axis,
     check_nonnegative,
     check_positive,
 )
-
-# jaxlab.solvers imports jaxlab.nn (Hom-PGD's invertible nets), so the QP solver is imported
-# where it is used; its infeasibility status code lives in the solver base.
-
-
-def _qp():
-    from jaxlab.solvers import _qp
-
-    return _qp
-
 
 __all__ = [
     "FORMULATIONS",
@@ -609,10 +601,10 @@ def _check_rule_set(rule_set: Any) -> RuleSet:
 # Satisfaction of the original rules.
 
 
-def _prepare(rule_set: RuleSet, x: Any, y: Any):
+def _prepare(rule_set: RuleSet, x: Any, y: Any, y_name: str = "y"):
     """``(x, y)`` flattened to ``(N, p)``, ``(N, n)`` with the shared leading shape."""
-    y = check_array(y, "y", kind="floating")
-    check_last_axis(y, rule_set.num_outputs, "y", "num_outputs")
+    y = check_array(y, y_name, kind="floating")
+    check_last_axis(y, rule_set.num_outputs, y_name, "num_outputs")
     lead = y.shape[:-1]
     if rule_set.input_size == 0:
         if x is not None:
@@ -1028,8 +1020,7 @@ class LiftedHull:
 
 
 def _check_formulation(formulation, num_dnf_rules, rule_set):
-    if not isinstance(formulation, str) or formulation not in FORMULATIONS:
-        raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
+    check_choice(formulation, "formulation", FORMULATIONS)
     if num_dnf_rules is not None:
         if formulation != "partial_dnf":
             raise ValueError("num_dnf_rules applies to formulation='partial_dnf' only")
@@ -1124,10 +1115,10 @@ class DisjunctiveInfo(NamedTuple):
     Attributes:
       status: int32 per output: ``SolverStatus.CONVERGED`` (1) projected;
         ``SolverStatus.NONFINITE`` (3) the raw output or the input has a NaN or infinity: it
-        is returned as is; ``QP_PRIMAL_INFEASIBLE`` (5) the rules are infeasible for this input
-        (no applicable disjunct, an infeasibility certificate, or in union mode no feasible
-        scenario): the raw output is returned; ``SolverStatus.MAXITER`` (2) the solver did not
-        reach its tolerance: the raw output is returned.
+        is returned as is; ``SolverStatus.PRIMAL_INFEASIBLE`` (5) the rules are infeasible for
+        this input (no applicable disjunct, an infeasibility certificate, or in union mode no
+        feasible scenario): the raw output is returned; ``SolverStatus.MAXITER`` (2) the solver
+        did not reach its tolerance: the raw output is returned.
       projected: bool, ``status == CONVERGED``.
       residual: the returned point's violation of the QP's constraints (lifted hull rows in
         hull mode, the chosen scenario's polytope in union mode): ``hull_violation``.
@@ -1214,15 +1205,14 @@ class DisjunctiveLayer(nnx.Module):
         rho: float = 0.3,
     ):
         self.rule_set = _check_rule_set(rule_set)
-        if not isinstance(mode, str) or mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        check_choice(mode, "mode", MODES)
         self.mode = mode
         check_positive(tol, "tol")
         check_positive(tol_float32, "tol_float32")
         check_positive(admm_tol, "admm_tol")
         self.tol, self.tol_float32 = float(tol), float(tol_float32)
         self.tables = _LayerTables(
-            _qp().DenseQP(
+            DenseQP(
                 rho=rho,
                 tol=float(admm_tol),
                 maxiter=check_int(maxiter, "maxiter", minimum=1),
@@ -1280,7 +1270,7 @@ class DisjunctiveLayer(nnx.Module):
 
     def _solve(self, P, q, A, lower, upper, idle_rows=None):
         n, m = q.shape[0], A.shape[0]
-        init = _qp().QPSolution(jnp.zeros((n,), q.dtype), jnp.zeros((m,), q.dtype))
+        init = QPSolution(jnp.zeros((n,), q.dtype), jnp.zeros((m,), q.dtype))
         tol = self._tol(q.dtype)
         # ADMM and polishing without gradients; the implicit derivative at the polished point.
         stopped = jax.lax.stop_gradient((P, q, A, lower, upper))
@@ -1308,8 +1298,8 @@ class DisjunctiveLayer(nnx.Module):
         certified = kept & (kkt_residual <= tol)
         solved = certified | (admm_ok & (kept | (violation <= 10 * admm.tol)))
         status = jnp.where(
-            rough.state.status == QP_PRIMAL_INFEASIBLE,
-            jnp.int32(QP_PRIMAL_INFEASIBLE),
+            rough.state.status == SolverStatus.PRIMAL_INFEASIBLE,
+            jnp.int32(SolverStatus.PRIMAL_INFEASIBLE),
             jnp.where(solved, jnp.int32(SolverStatus.CONVERGED), jnp.int32(SolverStatus.MAXITER)),
         )
         residual = violation
@@ -1322,7 +1312,7 @@ class DisjunctiveLayer(nnx.Module):
         )
         _, block_ok = self.hull.applicability(x)
         if block_ok.size:
-            status = jnp.where(jnp.all(block_ok), status, jnp.int32(QP_PRIMAL_INFEASIBLE))
+            status = jnp.where(jnp.all(block_ok), status, jnp.int32(SolverStatus.PRIMAL_INFEASIBLE))
         y = self.hull.output(solution.primal)
         return y, status, residual, iterations, jnp.int32(-1), polished
 
@@ -1372,13 +1362,15 @@ class DisjunctiveLayer(nnx.Module):
         best = jnp.argmin(distance)
         any_ok = jnp.any(ok)
         y = ys[best]
-        infeasible = applicable & (status == QP_PRIMAL_INFEASIBLE)
+        infeasible = applicable & (status == SolverStatus.PRIMAL_INFEASIBLE)
         all_infeasible = jnp.all(infeasible | ~applicable)
         status = jnp.where(
             any_ok,
             jnp.int32(SolverStatus.CONVERGED),
             jnp.where(
-                all_infeasible, jnp.int32(QP_PRIMAL_INFEASIBLE), jnp.int32(SolverStatus.MAXITER)
+                all_infeasible,
+                jnp.int32(SolverStatus.PRIMAL_INFEASIBLE),
+                jnp.int32(SolverStatus.MAXITER),
             ),
         )
         scenario = jnp.where(any_ok, best.astype(jnp.int32), jnp.int32(-1))
@@ -1390,7 +1382,7 @@ class DisjunctiveLayer(nnx.Module):
 
         Returns ``(y, info)``: ``y`` of ``y_hat``'s shape and dtype, :class:`DisjunctiveInfo`.
         """
-        xs, ys, lead = _prepare(self.rule_set, x, y_hat)
+        xs, ys, lead = _prepare(self.rule_set, x, y_hat, "y_hat")
         # One compiled program per layer and batch shape (the solver's loops compiled op by op
         # cost several times more when the layer is called outside jit).
         if self.tables.project is None:

@@ -58,6 +58,9 @@ __all__ = [
 ]
 
 
+FILM_PLACEMENTS = ("both", "first")  # hidden layers of a MADE that the condition modulates
+
+
 class Buffer(nnx.Variable):
     """A non-trainable array of a module (masks, permutations, signs, bounds)."""
 
@@ -100,7 +103,9 @@ class ConditionalMADE(nnx.Module):
         u = (v - mu(v)) * exp(-alpha(v)),     log|det du/dv| = -sum_i alpha_i(v).
 
     The hidden activations are modulated by the condition embedding,
-    ``h <- h * (1 + w(e)) + b(e)``. The inverse is sequential over coordinates:
+    ``h <- h * (1 + w(e)) + b(e)``: both hidden layers (``film="both"``, the default) or only the
+    first (``film="first"``, the placement of the authors' code, whose FiLM sits on the input
+    layer of the masked MLP only). The inverse is sequential over coordinates:
     ``v = u * exp(alpha(v)) + mu(v)`` iterated ``n`` times is exact (pass i fixes ``v_i``).
     The output layer starts at zero, so a fresh layer is the identity. With
     ``clamp_log_scale=True``, ``alpha <- tanh(alpha) log 2`` keeps the layer bi-Lipschitz
@@ -111,6 +116,7 @@ class ConditionalMADE(nnx.Module):
       hidden: width h of the two hidden layers.
       embed_features: size of the condition embedding (0: unconditional).
       clamp_log_scale: clamp ``alpha`` to (-log 2, log 2).
+      film: which hidden layers the embedding modulates, ``"both"`` or ``"first"``.
       rngs: ``nnx.Rngs`` for the initial weights.
 
     Examples:
@@ -134,10 +140,14 @@ class ConditionalMADE(nnx.Module):
         embed_features: int = 0,
         *,
         clamp_log_scale: bool = False,
+        film: str = "both",
         rngs: nnx.Rngs,
     ):
         n = check_positive_int(num_features, "num_features")
         h = check_positive_int(hidden, "hidden")
+        if film not in FILM_PLACEMENTS:
+            raise ValueError(f"film must be one of {FILM_PLACEMENTS}, got {film!r}")
+        self.film_layers = 2 if film == "both" else 1
         embed_features = check_int(embed_features, "embed_features", minimum=0)
         self.num_features = n
         self.hidden = h
@@ -170,9 +180,13 @@ class ConditionalMADE(nnx.Module):
         self.w_out = nnx.Param(jnp.zeros((h, 2 * n)))
         self.b_out = nnx.Param(jnp.zeros((2 * n,)))
         if embed_features:
-            # FiLM: one linear map of the embedding gives (scale, shift) for both hidden layers.
+            # FiLM: one linear map of the embedding gives (scale, shift) for each modulated
+            # hidden layer.
             self.film = nnx.Linear(
-                embed_features, 4 * h, kernel_init=nnx.initializers.zeros_init(), rngs=rngs
+                embed_features,
+                2 * self.film_layers * h,
+                kernel_init=nnx.initializers.zeros_init(),
+                rngs=rngs,
             )
         else:
             self.film = None
@@ -191,15 +205,15 @@ class ConditionalMADE(nnx.Module):
         h = self.hidden
         if self.embed_features:
             film = self.film(embedding)
-            scales = [1.0 + film[:, :h], 1.0 + film[:, 2 * h : 3 * h]]
-            shifts = [film[:, h : 2 * h], film[:, 3 * h :]]
+            scales = [1.0 + film[:, 2 * k * h : (2 * k + 1) * h] for k in range(self.film_layers)]
+            shifts = [film[:, (2 * k + 1) * h : (2 * k + 2) * h] for k in range(self.film_layers)]
         act = jax.nn.relu(v @ (self.w_in[...] * self.mask_in[...]) + self.b_in[...][None, :])
         if self.embed_features:
             act = act * scales[0] + shifts[0]
         act = jax.nn.relu(
             act @ (self.w_hidden[...] * self.mask_hidden[...]) + self.b_hidden[...][None, :]
         )
-        if self.embed_features:
+        if self.embed_features and self.film_layers == 2:
             act = act * scales[1] + shifts[1]
         out = act @ (self.w_out[...] * self.mask_out[...]) + self.b_out[...][None, :]
         mu, alpha = out[:, : self.num_features], out[:, self.num_features :]
@@ -493,6 +507,8 @@ class InvertibleNet(nnx.Module):
         ``out_features`` attribute), or None for an unconditional map.
       bounds: ``(lb, ub)`` scalars or (n,) arrays with ``lb < ub``, or None (no box map).
       clamp_log_scale: bi-Lipschitz clamp of every MADE layer.
+      film: FiLM placement in every MADE layer, ``"both"`` hidden layers or only the ``"first"``
+        (see :class:`ConditionalMADE`).
       rngs: ``nnx.Rngs``.
 
     Examples:
@@ -521,6 +537,7 @@ class InvertibleNet(nnx.Module):
         bounds: tuple[ArrayLike, ArrayLike] | None = None,
         *,
         clamp_log_scale: bool = False,
+        film: str = "both",
         rngs: nnx.Rngs,
     ):
         n = check_positive_int(num_features, "num_features")
@@ -539,7 +556,9 @@ class InvertibleNet(nnx.Module):
         self.condition_encoder = condition_encoder
         self.made = nnx.List(
             [
-                ConditionalMADE(n, hidden, embed, clamp_log_scale=clamp_log_scale, rngs=rngs)
+                ConditionalMADE(
+                    n, hidden, embed, clamp_log_scale=clamp_log_scale, film=film, rngs=rngs
+                )
                 for _ in range(num_layers)
             ]
         )
@@ -722,6 +741,13 @@ def invertibility_error(
     latents = check_array(latents, "latents", kind="floating")
     if latents.ndim != 2 or latents.shape[-1] != model.num_features:
         raise ValueError(f"latents must have shape (N, {model.num_features}), got {latents.shape}")
+    return _round_trip_error(model, latents, condition)
+
+
+@nnx.jit
+def _round_trip_error(model: InvertibleNet, latents: jax.Array, condition) -> jax.Array:
+    # One compiled program per architecture and shape: eagerly, the inverse's lax.fori_loop
+    # (one per MADE layer) would be traced and compiled again at every call.
     x = model(latents, condition)[0]
     return jnp.max(jnp.abs(model.inverse(x, condition) - latents), axis=-1)
 

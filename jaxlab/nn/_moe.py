@@ -40,6 +40,8 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
+    check_choice,
     check_indices,
     check_int,
     check_key,
@@ -71,9 +73,7 @@ def _check_top_k(top_k: Any, num_experts: int) -> int:
 
 
 def _check_gate(gate: Any) -> str:
-    if not isinstance(gate, str) or gate not in GATES:
-        raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
-    return gate
+    return check_choice(gate, "gate", GATES)
 
 
 def _check_capacity_factor(capacity_factor: Any) -> float | None:
@@ -436,16 +436,14 @@ class MixtureOfExperts(nnx.Module):
         self.top_k = _check_top_k(top_k, self.num_experts)
         self.gate = _check_gate(gate)
         self.capacity_factor = _check_capacity_factor(capacity_factor)
-        if dispatch not in _DISPATCHES:
-            raise ValueError(f"dispatch must be one of {_DISPATCHES}, got {dispatch!r}")
+        check_choice(dispatch, "dispatch", _DISPATCHES)
         if dispatch == "sparse" and self.capacity_factor is None:
             raise ValueError(
                 "dispatch='sparse' needs a capacity_factor: the per-expert buffers have "
                 "ceil(capacity_factor * K * N / M) slots (a static shape)"
             )
         self.dispatch = dispatch
-        if not callable(activation):
-            raise TypeError(f"activation must be callable, got {activation!r}")
+        check_callable(activation, "activation")
         self.activation = activation
         check_nonnegative(router_init_std, "router_init_std")
         self.router = TopKRouter(

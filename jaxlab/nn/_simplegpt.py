@@ -32,6 +32,8 @@ from jax.typing import ArrayLike
 from jaxlab._src.validation import (
     check_array,
     check_bool,
+    check_callable,
+    check_choice,
     check_indices,
     check_int,
     check_last_axis,
@@ -108,8 +110,7 @@ class _Norm(nnx.Module):
     def __init__(
         self, features: int, *, kind: str = "rms", epsilon: float = 1e-5, num_groups: int = 1
     ):
-        if kind not in _NORMS:
-            raise ValueError(f"norm must be one of {_NORMS}, got {kind!r}")
+        check_choice(kind, "norm", _NORMS)
         if features % num_groups:
             raise ValueError(f"num_groups={num_groups} must divide features={features}")
         self.features, self.kind, self.epsilon, self.num_groups = (
@@ -200,8 +201,7 @@ class SimpleNorm(nnx.Module):
         out_features = check_positive_int(out_features, "out_features")
         num_groups = check_positive_int(num_groups, "num_groups")
         check_nonnegative(epsilon, "epsilon")
-        if kernel_init is not None and not callable(kernel_init):
-            raise TypeError(f"kernel_init must be None or callable, got {kernel_init!r}")
+        check_callable(kernel_init, "kernel_init", allow_none=True)
         kernel_init = kernel_init or truncated_normal_init(_INIT_STD, _INIT_CUTOFF)
         self.in_features, self.out_features = in_features, out_features
         self.linear = _Linear(in_features, out_features, kernel_init=kernel_init, rngs=rngs)
@@ -294,12 +294,8 @@ class GPTConfig:
                 )
         check_positive(self.ffn_multiplier, "ffn_multiplier")
         check_positive(self.rope_theta, "rope_theta")
-        if self.norm_placement not in _PLACEMENTS:
-            raise ValueError(
-                f"norm_placement must be one of {_PLACEMENTS}, got {self.norm_placement!r}"
-            )
-        if self.ffn not in _FFNS:
-            raise ValueError(f"ffn must be one of {_FFNS}, got {self.ffn!r}")
+        check_choice(self.norm_placement, "norm_placement", _PLACEMENTS)
+        check_choice(self.ffn, "ffn", _FFNS)
         check_positive(self.epsilon, "epsilon")
         check_bool(self.qk_norm_per_head, "qk_norm_per_head")
         check_bool(self.depth_init, "depth_init")
@@ -317,8 +313,7 @@ class GPTConfig:
                 )
         if not isinstance(self.moe_gate, str):
             raise TypeError(f"moe_gate must be a str, got {self.moe_gate!r}")
-        if self.moe_gate not in GATES:
-            raise ValueError(f"moe_gate must be one of {GATES}, got {self.moe_gate!r}")
+        check_choice(self.moe_gate, "moe_gate", GATES)
         if self.moe_capacity_factor is not None:
             check_positive(self.moe_capacity_factor, "moe_capacity_factor")
         check_nonnegative(self.moe_aux_weight, "moe_aux_weight")

@@ -38,6 +38,7 @@ import numpy as np
 
 from jaxlab._src.validation import (
     check_bool,
+    check_choice,
     check_floating_tree,
     check_in_range,
     check_int,
@@ -177,8 +178,7 @@ class Compressor(abc.ABC):
     scope: str = "leaf"
 
     def __post_init__(self):
-        if self.scope not in _SCOPES:
-            raise ValueError(f"scope must be one of {_SCOPES}, got {self.scope!r}")
+        check_choice(self.scope, "scope", _SCOPES)
 
     def __repr__(self) -> str:
         args = []
@@ -279,6 +279,8 @@ class Compressor(abc.ABC):
 
     # -- the fused path error feedback takes (private) ------------------------------------------
 
+    # Not pytree arithmetic that optax.tree has: the compressor's own selection, fused with
+    # the error-feedback combination (the docstring says why).
     def _tree_compress_fused(
         self,
         combine: Any,

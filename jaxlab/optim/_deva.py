@@ -24,8 +24,11 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
+from jaxlab._src import linalg
 from jaxlab._src.validation import (
     check_bool,
+    check_callable,
+    check_choice,
     check_floating_tree,
     check_in_range,
     check_key,
@@ -426,10 +429,12 @@ def deva_matrix_labels(
       {'b': 'fallback', 'embedding': 'fallback', 'w': 'deva'}
     """
 
-    if matrix_filter is not None and not callable(matrix_filter):
-        raise TypeError(
-            f"matrix_filter must be None or a function (path, leaf) -> bool, got {matrix_filter!r}"
-        )
+    check_callable(
+        matrix_filter,
+        "matrix_filter",
+        signature="matrix_filter(path, leaf) -> bool",
+        allow_none=True,
+    )
     rule = is_hidden_matrix if matrix_filter is None else matrix_filter
     return jax.tree_util.tree_map_with_path(
         lambda path, leaf: "deva" if rule(path, leaf) else "fallback", params
@@ -586,12 +591,13 @@ def deva(
     References:
       Song et al., DeVA, ICML 2026 (arXiv 2602.06880).
     """
-    if not (fallback is None or isinstance(fallback, str)) or fallback not in _FALLBACKS:
-        raise ValueError(f"fallback must be one of {_FALLBACKS}, got {fallback!r}")
-    if matrix_filter is not None and not callable(matrix_filter):
-        raise TypeError(
-            f"matrix_filter must be None or a function (path, leaf) -> bool, got {matrix_filter!r}"
-        )
+    check_choice(fallback, "fallback", _FALLBACKS)
+    check_callable(
+        matrix_filter,
+        "matrix_filter",
+        signature="matrix_filter(path, leaf) -> bool",
+        allow_none=True,
+    )
     check_learning_rate(learning_rate)
     if fallback_learning_rate is not None:
         check_learning_rate(fallback_learning_rate, "fallback_learning_rate")
@@ -673,7 +679,7 @@ def quadratic_toy_hessian(rng_key: jax.Array, eigenvalues: ArrayLike) -> jax.Arr
 
     def block(key, e):
         a = jax.random.normal(key, (size, size), jnp.float32)
-        _, q = jnp.linalg.eigh(a @ a.T)
+        _, q = linalg.eigh(a @ a.T)
         q = q * jnp.where(jnp.diagonal(q) >= 0, 1.0, -1.0)[None, :]
         return (q * e[None, :]) @ q.T
 

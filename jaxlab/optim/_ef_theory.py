@@ -22,7 +22,8 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_real_array
+from jaxlab._src.deprecation import renamed_keyword
+from jaxlab._src.validation import check_choice, check_real_array
 
 __all__ = [
     "cgd_optimal_step_size",
@@ -601,11 +602,12 @@ def ef21_lyapunov(
 # The worst-case instances.
 
 
+@renamed_keyword("step_size", "learning_rate")
 def linear_one_step_matrix(
     method: str,
     curvature: ArrayLike,
     theta: ArrayLike,
-    step_size: ArrayLike,
+    learning_rate: ArrayLike,
     alpha: ArrayLike,
 ) -> jax.Array:
     r"""The one-step matrix of EF or EF21 on the paper's worst-case instances in 2-D.
@@ -626,7 +628,7 @@ def linear_one_step_matrix(
       method: ``"ef"`` or ``"ef21"`` (static).
       curvature: ``lambda_i > 0``, a scalar (one worker) or a 1-D array of ``n`` values.
       theta: rotation angles ``theta_i``, the same shape as ``curvature``.
-      step_size: ``eta > 0``.
+      learning_rate: ``eta > 0`` (``step_size=`` is a deprecated alias).
       alpha: contraction parameter of the compressor, in ``(0, 1]``.
 
     Returns:
@@ -645,20 +647,19 @@ def linear_one_step_matrix(
       D. Berg Thomsen, A. Taylor, A. Dieuleveut, "A Tight Theory of Error Feedback Algorithms in
       Distributed Optimization", ICML 2026 (arXiv 2605.31594).
     """
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    check_choice(method, "method", _METHODS)
     if np.shape(curvature) != np.shape(theta) or np.ndim(curvature) > 1:
         raise ValueError(
             "curvature and theta must be scalars or 1-D arrays of one shape, got "
             f"{np.shape(curvature)} and {np.shape(theta)}"
         )
     check_real_array(curvature, "curvature", minimum=0.0, include_minimum=False)
-    check_real_array(step_size, "step_size", minimum=0.0, include_minimum=False)
+    check_real_array(learning_rate, "learning_rate", minimum=0.0, include_minimum=False)
     _check_alpha(alpha)
     dtype = jnp.result_type(float)
     lam = jnp.atleast_1d(jnp.asarray(curvature, dtype=dtype))
     ang = jnp.atleast_1d(jnp.asarray(theta, dtype=dtype))
-    eta = jnp.asarray(step_size, dtype=dtype)
+    eta = jnp.asarray(learning_rate, dtype=dtype)
     n = lam.shape[0]
     s = _sqrt_distortion(alpha)
     cos, sin = jnp.cos(ang), jnp.sin(ang)

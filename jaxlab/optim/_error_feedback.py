@@ -57,6 +57,7 @@ from jaxlab._src.sharding import mark_varying
 from jaxlab._src.validation import (
     check_axis_bound,
     check_axis_name,
+    check_choice,
     check_floating_tree,
     check_learning_rate,
     check_seed,
@@ -400,8 +401,7 @@ def scale_by_error_feedback_21(
       Optimization", ICML 2026 (arXiv 2605.31594).
     """
     _check_compressor(compressor)
-    if not isinstance(init, str) or init not in _INITS:
-        raise ValueError(f"init must be one of {_INITS}, got {init!r}")
+    check_choice(init, "init", _INITS)
     check_axis_name(axis_name)
     _check_seed(seed)
     full_init = init == "full"

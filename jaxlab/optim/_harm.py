@@ -37,16 +37,23 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
+    check_finite_array,
     check_floating_tree,
+    check_in_range,
     check_learning_rate,
     check_nonnegative,
     check_static_int,
+    check_symmetric,
+    check_weighting_matrix,
     count_nonfinite,
+    is_concrete,
     nonfinite_count_init,
 )
 
@@ -185,6 +192,12 @@ def solve_harm_dual(
     gram, linear, size = gram.astype(dtype), linear.astype(dtype), linear.shape[0]
     if gram.shape != (size, size):
         raise ValueError(f"gram must have shape (B, B) = {(size, size)}, got {gram.shape}")
+    # A Gram matrix: symmetric with a diagonal >= 0 (a sign-flipped or wrongly assembled one
+    # gave w = 0 without a word, issue 44); concrete finite values only, on the host (NaN
+    # propagates to w, which the train steps report in HarmInfo.nonfinite).
+    if is_concrete(gram) and bool(np.all(np.isfinite(np.asarray(gram)))):
+        check_weighting_matrix(gram, "gram")
+        check_symmetric(gram, "gram")
     matrix = gram + jnp.asarray(ridge, dtype) * jnp.eye(size, dtype=dtype)
     # Jacobi scaling w = S v, S = diag(G_ii)^{-1/2}: per-sample gradient norms spread over orders
     # of magnitude (well-fit samples have tiny δ), which slows projected gradient on G itself.
@@ -280,6 +293,10 @@ def first_order_harm(
     d = check_array(direction, "direction", kind="floating", ndim=1)
     if d.shape[0] != jac.shape[1]:
         raise ValueError(f"direction must have shape ({jac.shape[1]},), got {d.shape}")
+    # NaN compares False: a NaN direction or gradient would read as "no sample harmed".
+    check_finite_array(jac, "per_sample_grads")
+    check_finite_array(d, "direction")
+    check_nonnegative(tol, "tol")
     change = jac @ d
     norms = jnp.linalg.norm(jac, axis=1) * jnp.linalg.norm(d)
     rate = jnp.mean(change < -jnp.asarray(tol, change.dtype) * norms)
@@ -509,7 +526,7 @@ def harm_sgd(
       "Mitigating Per-Sample Harm in Stochastic Optimization", ICML 2026.
     """
     check_learning_rate(learning_rate)
-    check_nonnegative(momentum, "momentum")
+    check_in_range(momentum, "momentum", 0.0, 1.0, include_high=True)
     return harm(
         optax.sgd(learning_rate, momentum=momentum, nesterov=nesterov),
         kernel_path=kernel_path,
@@ -605,8 +622,7 @@ def harm_train_step(
       ``apply_to="reweight"``).
     """
     for name, fn in (("model_fn", model_fn), ("loss_fn", loss_fn)):
-        if not callable(fn):
-            raise TypeError(f"{name} must be a function, got {fn!r}")
+        check_callable(fn, name)
     if not isinstance(optimizer, optax.GradientTransformation):
         raise TypeError(f"optimizer must be an optax.GradientTransformation, got {optimizer!r}")
     kernel_path, bias_path, iterations = _check_options(

@@ -26,8 +26,11 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
+from jaxlab._src.deprecation import renamed_keyword
 from jaxlab._src.validation import (
     check_axis_name,
+    check_callable,
+    check_choice,
     check_int,
     check_key,
     check_learning_rate,
@@ -505,7 +508,7 @@ def _run_chunk(
     carry,
     features,
     targets,
-    step_size,
+    learning_rate,
     reference,
     scale,
     *,
@@ -518,12 +521,12 @@ def _run_chunk(
     bits_per_step,
     axis_name,
 ):
-    """``length`` steps of ``transform(step_size)`` over the workers, in one ``lax.scan``.
+    """``length`` steps of ``transform(learning_rate)`` over the workers, in one ``lax.scan``.
 
     Everything that varies between runs of one shape (the data, the step size, ``f*`` and the
     normaliser) is an argument, so runs share one compiled program.
     """
-    tx = transform(step_size)
+    tx = transform(learning_rate)
     grads = jax.vmap(grad, in_axes=(None, 0, 0))
 
     def worker_update(params, state, a, b):
@@ -558,10 +561,11 @@ def _mean_gradient(grad, x, features, targets):
     return jnp.mean(jax.vmap(grad, in_axes=(None, 0, 0))(x, features, targets), axis=0)
 
 
+@renamed_keyword("step_size", "learning_rate")
 def run_distributed(
     problem: DistributedProblem,
     transform: Callable[[jax.Array], optax.GradientTransformation],
-    step_size: ArrayLike,
+    learning_rate: ArrayLike,
     *,
     tolerance: float,
     max_steps: int,
@@ -575,19 +579,20 @@ def run_distributed(
     """Runs a transform over simulated workers from ``x = 0`` until ``measure <= tolerance``.
 
     Each step every worker computes ``grad f_i(x)`` on its data, feeds it to its copy of
-    ``transform(step_size)`` (vmapped with ``axis_name``, so ``pmean`` inside the transform
+    ``transform(learning_rate)`` (vmapped with ``axis_name``, so ``pmean`` inside the transform
     averages over workers) and the shared iterate moves by the averaged update. The steps run in
     compiled ``lax.scan`` chunks of ``chunk`` steps, stopping after the chunk where the target is
-    first met. ``step_size``, the data and the problem's constants are traced arguments: runs
+    first met. ``learning_rate``, the data and the problem's constants are traced arguments: runs
     with the same ``transform`` object (hashable; e.g. a frozen dataclass or a module-level
     function), shapes and options share one compiled program.
 
     Args:
       problem: a :class:`DistributedProblem`.
-      transform: ``step_size -> GradientTransformation`` whose update returns every worker's
+      transform: ``learning_rate -> GradientTransformation`` whose update returns every worker's
         (identical) update of the shared iterate, e.g.
         ``lambda eta: jaxlab.optim.error_feedback_21(eta, top_k(2), axis_name="workers")``.
-      step_size: the step, a number or a scalar array (traced).
+      learning_rate: the step, a number or a scalar array (traced; ``step_size=`` is a
+        deprecated alias).
       tolerance: the target of the measure.
       max_steps: step budget (rounded up to whole chunks).
       chunk: steps per compiled chunk.
@@ -613,12 +618,12 @@ def run_distributed(
       >>> gd.reached, gd.values.size <= 400, gd.bits_per_worker == 160.0 * gd.iterations
       (True, True, True)
     """
-    if measure not in _MEASURES:
-        raise ValueError(f"measure must be one of {_MEASURES}, got {measure!r}")
+    check_choice(measure, "measure", _MEASURES)
     if not isinstance(problem, DistributedProblem):
         raise TypeError(f"problem must be a DistributedProblem, got {type(problem).__name__}")
-    if not callable(transform):
-        raise TypeError(f"transform must be a callable step_size -> transform, got {transform!r}")
+    check_callable(
+        transform, "transform", signature="transform(learning_rate) -> GradientTransformation"
+    )
     check_positive(tolerance, "tolerance")
     max_steps = check_positive_int(max_steps, "max_steps")
     chunk = check_positive_int(chunk, "chunk")
@@ -635,12 +640,12 @@ def run_distributed(
     else:
         g0 = _mean_gradient(problem.grad, zero, feats, targets)
         reference, scale = 0.0, float(jnp.sum(g0 * g0))
-    tx = transform(step_size)
+    tx = transform(learning_rate)
     state = jax.vmap(lambda _: tx.init(zero), axis_name=axis_name)(jnp.arange(workers))
     carry = (zero, state, jnp.zeros((), dtype))
     run_chunk = functools.partial(
         _run_chunk,
-        step_size=jnp.asarray(step_size, dtype),
+        learning_rate=jnp.asarray(learning_rate, dtype),
         reference=jnp.asarray(reference, dtype),
         scale=jnp.asarray(scale, dtype),
         transform=transform,
@@ -677,9 +682,9 @@ def run_distributed(
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _one_step_matrices(method, curvature, theta, step_size, alpha):
+def _one_step_matrices(method, curvature, theta, learning_rate, alpha):
     return jax.vmap(linear_one_step_matrix, in_axes=(None, 0, 0, None, None))(
-        method, curvature, theta, step_size, alpha
+        method, curvature, theta, learning_rate, alpha
     )
 
 
@@ -689,8 +694,9 @@ def _one_step_matrices(method, curvature, theta, step_size, alpha):
 _BATCH = 1024
 
 
+@renamed_keyword("step_size", "learning_rate")
 def rotation_instance_rates(
-    method: str, curvature: ArrayLike, theta: ArrayLike, step_size: float, alpha: float
+    method: str, curvature: ArrayLike, theta: ArrayLike, learning_rate: float, alpha: float
 ) -> np.ndarray:
     """Linear rate (squared spectral radius) of EF or EF21 on each rotation instance.
 
@@ -702,7 +708,7 @@ def rotation_instance_rates(
       method: ``"ef"`` or ``"ef21"``.
       curvature: ``(instances, workers)`` curvatures ``lambda_i > 0``.
       theta: ``(instances, workers)`` angles.
-      step_size: ``eta > 0``.
+      learning_rate: ``eta > 0`` (``step_size=`` is a deprecated alias).
       alpha: the compressor's contraction parameter, in ``(0, 1]``.
 
     Returns:
@@ -725,7 +731,7 @@ def rotation_instance_rates(
             f"{curvature.shape} and {theta.shape}"
         )
     # Python floats: a numpy scalar would be a strongly typed argument and compile again.
-    step_size = check_positive(step_size, "step_size")
+    learning_rate = check_positive(learning_rate, "learning_rate")
     alpha = check_real(alpha, "alpha", minimum=0.0, maximum=1.0, include_minimum=False)
     out = []
     for start in range(0, curvature.shape[0], _BATCH):
@@ -734,16 +740,17 @@ def rotation_instance_rates(
         # Padding rows repeat the last instance (valid inputs); they are dropped below.
         lam = np.concatenate([lam, np.repeat(lam[-1:], _BATCH - size, axis=0)])
         ang = np.concatenate([ang, np.repeat(ang[-1:], _BATCH - size, axis=0)])
-        mats = np.asarray(_one_step_matrices(method, lam, ang, step_size, alpha))[:size]
+        mats = np.asarray(_one_step_matrices(method, lam, ang, learning_rate, alpha))[:size]
         out.append(np.max(np.abs(np.linalg.eigvals(mats)), axis=-1) ** 2)
     return np.concatenate(out)
 
 
+@renamed_keyword("step_size", "learning_rate")
 def worst_case_rate(
     method: str,
     smallest: ArrayLike,
     largest: ArrayLike,
-    step_size: float,
+    learning_rate: float,
     alpha: float,
     rng: np.random.Generator,
     *,
@@ -763,7 +770,7 @@ def worst_case_rate(
       method: ``"ef"`` or ``"ef21"``.
       smallest: ``(workers,)`` lower curvature bounds ``mu_i > 0``.
       largest: ``(workers,)`` upper bounds ``L_i``.
-      step_size: ``eta > 0``.
+      learning_rate: ``eta > 0`` (``step_size=`` is a deprecated alias).
       alpha: the compressor's contraction parameter, in ``(0, 1]``.
       rng: numpy generator of the random points.
       grid_curvatures: curvatures per worker in the grid (``>= 2``, endpoints included).
@@ -784,7 +791,7 @@ def worst_case_rate(
     """
     check_real_array(smallest, "smallest", minimum=0.0, include_minimum=False)
     check_real_array(largest, "largest", minimum=0.0, include_minimum=False)
-    check_positive(step_size, "step_size")
+    check_positive(learning_rate, "learning_rate")
     check_real(alpha, "alpha", minimum=0.0, maximum=1.0, include_minimum=False)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {rng!r}")
@@ -815,7 +822,7 @@ def worst_case_rate(
             rng.uniform(0.0, 2 * np.pi, (m, n)),
         )
         lam, theta = np.concatenate([lam, lam_r]), np.concatenate([theta, theta_r])
-    values = rotation_instance_rates(method, lam, theta, step_size, alpha)
+    values = rotation_instance_rates(method, lam, theta, learning_rate, alpha)
     best = int(values.argmax())
     worst, arg_lam, arg_theta = float(values[best]), lam[best].copy(), theta[best].copy()
     if n > 1:
@@ -829,7 +836,7 @@ def worst_case_rate(
                 cand_theta = np.repeat(arg_theta[None, :], line_t.size, axis=0)
                 cand_lam[:, i] = small[i] + line_t * (big[i] - small[i])
                 cand_theta[:, i] = line_a
-                vals = rotation_instance_rates(method, cand_lam, cand_theta, step_size, alpha)
+                vals = rotation_instance_rates(method, cand_lam, cand_theta, learning_rate, alpha)
                 if vals.max() > worst:
                     worst = float(vals.max())
                     arg_lam, arg_theta = cand_lam[vals.argmax()], cand_theta[vals.argmax()]

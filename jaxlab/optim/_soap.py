@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import optax
 from jax.typing import ArrayLike
 
+from jaxlab._src import linalg
 from jaxlab._src.validation import (
     check_bool,
     check_floating_tree,
@@ -121,7 +122,7 @@ def _side_sizes(shape, max_precond_dim):
 
 
 def _eig_descending(sym: jax.Array) -> jax.Array:
-    _, vectors = jnp.linalg.eigh(sym)
+    _, vectors = linalg.eigh(sym)
     return vectors[:, ::-1]
 
 
@@ -147,7 +148,7 @@ def _refresh_side(sym, basis, nu, axis):
     order = jnp.argsort(-estimate)
     basis = basis[:, order]
     nu = jnp.take(nu, order, axis=axis)
-    basis, _ = jnp.linalg.qr(sym @ basis)
+    basis, _ = linalg.qr(sym @ basis)
     return basis, nu
 
 

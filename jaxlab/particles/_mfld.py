@@ -37,14 +37,18 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxlab._src.deprecation import renamed_keyword
 from jaxlab._src.sampling import SamplingAlgorithm
 from jaxlab._src.validation import (
     check_array,
     check_axis_bound,
     check_axis_name,
     check_bool,
+    check_callable,
+    check_choice,
     check_int,
     check_key,
+    check_mesh_axis,
     check_positive,
     check_real,
     concrete_float,
@@ -485,7 +489,7 @@ def build_kernel(
         positions.
 
     Returns:
-      ``kernel(rng_key, state, functional, step_size, entropy_weight, axis_name=None, *,
+      ``kernel(rng_key, state, functional, stepsize, entropy_weight, axis_name=None, *,
       noise_sign=1.0) -> (MFLDState, MFLDInfo)``; ``state`` holds this block's particles,
       ``axis_name`` names the mesh axis the particles are sharded over (``None``: all particles
       are here) and ``noise_sign = -1`` runs the step with ``-ξ`` in place of ``ξ`` (the
@@ -508,7 +512,7 @@ def build_kernel(
       >>> kernel = mmfld.build_kernel(box_mirror_map(0.0, 1.0))
       >>> state = MFLDState(jnp.full((5, 1), 0.5))
       >>> state, info = kernel(jax.random.key(0), state, linear_potential_functional(
-      ...     jnp.array([0.3])), step_size=1e-3, entropy_weight=0.1)
+      ...     jnp.array([0.3])), stepsize=1e-3, entropy_weight=0.1)
       >>> bool(jnp.all((state.positions > 0) & (state.positions < 1)))
       True
       >>> float(info.energy)  # F(μ̂) = 0.3 · mean position, before the step
@@ -525,8 +529,7 @@ def build_kernel(
       Ma, Chen & Fox, NeurIPS 2015 (the drift correction λ∇·G⁻¹ of a position-dependent
       diffusion).
     """
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+    check_choice(scheme, "scheme", SCHEMES)
     for name, margin in (("boundary_margin", boundary_margin), ("dual_margin", dual_margin)):
         check_real(
             margin, name, minimum=0.0, maximum=0.5, include_minimum=False, include_maximum=False
@@ -538,11 +541,12 @@ def build_kernel(
             'simplex and Euclidean factories have one); use scheme="primal" with this map'
         )
 
+    @renamed_keyword("step_size", "stepsize")
     def kernel(
         rng_key: jax.Array,
         state: MFLDState,
         functional: MeanFieldFunctional,
-        step_size: jax.typing.ArrayLike,
+        stepsize: jax.typing.ArrayLike,
         entropy_weight: jax.typing.ArrayLike,
         axis_name: str | None = None,
         *,
@@ -555,7 +559,7 @@ def build_kernel(
             raise TypeError(
                 f"functional must be a MeanFieldFunctional, got {type(functional).__name__}"
             )
-        check_positive(step_size, "step_size")
+        check_positive(stepsize, "stepsize")
         check_positive(entropy_weight, "entropy_weight")
         check_axis_bound(axis_name, "axis_name")
         _check_noise_sign(noise_sign)
@@ -569,42 +573,42 @@ def build_kernel(
                 f"entropy_queries must be an int in [0, {num_particles}] (the number of "
                 f"particles), got {entropy_queries}"
             )
-        step_size = jnp.asarray(step_size, dtype)
+        stepsize = jnp.asarray(stepsize, dtype)
         entropy_weight = jnp.asarray(entropy_weight, dtype)
 
         statistics = _particle_mean(jax.vmap(functional.statistics_fn)(x), axis_name)
         gradient = jax.vmap(functional.first_variation_grad_fn, in_axes=(0, None))(x, statistics)
         noise = particle_noise(rng_key, num_local, dim, dtype, axis_name=axis_name)
-        scale = jnp.asarray(noise_sign, dtype) * jnp.sqrt(2.0 * entropy_weight * step_size)
+        scale = jnp.asarray(noise_sign, dtype) * jnp.sqrt(2.0 * entropy_weight * stepsize)
 
         if scheme == "primal":
             drift = -jax.vmap(mirror_map.inverse_hessian_vector)(
                 x, gradient
             ) + entropy_weight * jax.vmap(mirror_map.inverse_hessian_divergence)(x)
             diffusion = jax.vmap(mirror_map.inverse_hessian_sqrt_noise)(x, noise)
-            proposal = x + step_size * drift + scale * diffusion
+            proposal = x + stepsize * drift + scale * diffusion
             new = jax.vmap(mirror_map.clip, in_axes=(0, None))(proposal, boundary_margin)
         elif scheme == "dual":
             inside = jax.vmap(mirror_map.clip, in_axes=(0, None))
             dual = jax.vmap(mirror_map.to_dual)(inside(x, boundary_margin))
             diffusion = jax.vmap(mirror_map.hessian_sqrt_noise)(inside(x, dual_margin), noise)
-            dual = dual - step_size * jax.vmap(mirror_map.gradient_to_dual)(gradient)
+            dual = dual - stepsize * jax.vmap(mirror_map.gradient_to_dual)(gradient)
             proposal = jax.vmap(mirror_map.to_primal)(dual + scale * diffusion)
             new = inside(proposal, boundary_margin)
         elif scheme == "dual_split":
             inside = jax.vmap(mirror_map.clip, in_axes=(0, None))
             dual = jax.vmap(mirror_map.to_dual)(inside(x, boundary_margin))
-            dual = dual - step_size * jax.vmap(mirror_map.gradient_to_dual)(gradient)
+            dual = dual - stepsize * jax.vmap(mirror_map.gradient_to_dual)(gradient)
             # Four normals per coordinate (the noise above is their first quarter, unused).
             wide = particle_noise(rng_key, num_local, 4 * dim, dtype, axis_name=axis_name)
             wide = jnp.asarray(noise_sign, dtype) * wide.reshape(num_local, 4, dim)
             dual = jax.vmap(mirror_map.mirror_diffusion, in_axes=(0, None, 0))(
-                dual, entropy_weight * step_size, wide
+                dual, entropy_weight * stepsize, wide
             )
             proposal = jax.vmap(mirror_map.to_primal)(dual)
             new = inside(proposal, boundary_margin)
         else:
-            proposal = x - step_size * gradient + scale * noise
+            proposal = x - stepsize * gradient + scale * noise
             new = jax.vmap(mirror_map.project)(proposal)
 
         # Diagnostics. XLA:CPU fuses a chain of cheap operations into every consumer and
@@ -680,7 +684,7 @@ class mmfld:  # lowercase: a factory, as blackjax.mala
     Args:
       functional: the :class:`MeanFieldFunctional` ``F``.
       mirror_map: the domain's :class:`~jaxlab.particles.MirrorMap`.
-      step_size: ``η > 0``.
+      stepsize: ``η > 0`` (``step_size=`` is a deprecated alias).
       entropy_weight: ``λ > 0`` (the temperature).
       scheme: ``"primal"`` (default), ``"dual"`` (the paper's Euler–Maruyama step in the mirror
         coordinates: its stationary law keeps an ``O(1)`` bias as ``η → 0`` on the box and the
@@ -698,14 +702,14 @@ class mmfld:  # lowercase: a factory, as blackjax.mala
       ``mmfld.build_kernel(mirror_map, scheme, ...)`` (``mmfld.build_kernel``).
 
     Raises:
-      ValueError: ``step_size`` or ``entropy_weight`` is not a finite positive number, or a
+      ValueError: ``stepsize`` or ``entropy_weight`` is not a finite positive number, or a
         ``mmfld.build_kernel`` argument is out of range.
 
     Examples:
       >>> import jax, jax.numpy as jnp
       >>> from jaxlab.particles import box_mirror_map, linear_potential_functional
       >>> algorithm = mmfld(linear_potential_functional(jnp.array([0.3])),
-      ...                   box_mirror_map(0.0, 1.0), step_size=1e-2, entropy_weight=0.1)
+      ...                   box_mirror_map(0.0, 1.0), stepsize=1e-2, entropy_weight=0.1)
       >>> state = algorithm.init(jnp.full((2000, 1), 0.5))
       >>> def body(state, key):
       ...     return algorithm.step(key, state)
@@ -717,7 +721,7 @@ class mmfld:  # lowercase: a factory, as blackjax.mala
       >>> bool(info.clip_count.sum() < 1e-3 * 2000 * 500)  # the clip fires rarely
       True
       >>> mmfld(linear_potential_functional(jnp.array([0.3])), box_mirror_map(0.0, 1.0),
-      ...       step_size=1e-2, entropy_weight=0.0)
+      ...       stepsize=1e-2, entropy_weight=0.0)
       Traceback (most recent call last):
       ...
       ValueError: entropy_weight must be finite and > 0, got 0.0
@@ -725,7 +729,7 @@ class mmfld:  # lowercase: a factory, as blackjax.mala
       >>> kernel = mmfld.build_kernel(box_mirror_map(0.0, 1.0))
       >>> state = mmfld.init(jnp.full((5, 1), 0.5), box_mirror_map(0.0, 1.0))
       >>> state, info = kernel(jax.random.key(0), state, linear_potential_functional(
-      ...     jnp.array([0.3])), step_size=1e-3, entropy_weight=0.1)
+      ...     jnp.array([0.3])), stepsize=1e-3, entropy_weight=0.1)
       >>> float(info.energy)  # F(μ̂) = 0.3 · mean position, before the step
       0.15000000596046448
 
@@ -736,11 +740,12 @@ class mmfld:  # lowercase: a factory, as blackjax.mala
     init = staticmethod(init)
     build_kernel = staticmethod(build_kernel)
 
+    @renamed_keyword("step_size", "stepsize")
     def __new__(  # type: ignore[misc]  # returns the SamplingAlgorithm, as blackjax does
         cls,
         functional: MeanFieldFunctional,
         mirror_map: MirrorMap,
-        step_size: jax.typing.ArrayLike,
+        stepsize: jax.typing.ArrayLike,
         entropy_weight: jax.typing.ArrayLike,
         *,
         scheme: str = "primal",
@@ -749,7 +754,7 @@ class mmfld:  # lowercase: a factory, as blackjax.mala
         dual_margin: float = _DUAL_MARGIN,
         entropy_queries: int = 0,
     ) -> SamplingAlgorithm:
-        check_positive(step_size, "step_size")
+        check_positive(stepsize, "stepsize")
         check_positive(entropy_weight, "entropy_weight")
         if not isinstance(functional, MeanFieldFunctional):
             raise TypeError(
@@ -776,7 +781,7 @@ class mmfld:  # lowercase: a factory, as blackjax.mala
                 rng_key,
                 state,
                 functional,
-                step_size,
+                stepsize,
                 entropy_weight,
                 axis_name,
                 noise_sign=noise_sign,
@@ -805,7 +810,7 @@ class mfld:  # lowercase: a factory, as blackjax.mala
 
     Args:
       functional: the :class:`MeanFieldFunctional` ``F``.
-      step_size: ``η > 0``.
+      stepsize: ``η > 0`` (``step_size=`` is a deprecated alias).
       entropy_weight: ``λ > 0``.
       axis_name: the mesh axis the particles are sharded over, ``None`` on one device.
       entropy_queries: see ``mmfld.build_kernel``.
@@ -819,7 +824,7 @@ class mfld:  # lowercase: a factory, as blackjax.mala
       >>> import jax, jax.numpy as jnp
       >>> # F(μ) = ½ ∫ x² dμ: the stationary law is N(0, λ).
       >>> algorithm = mfld(MeanFieldFunctional(lambda x: x, lambda x, m: x),
-      ...                  step_size=1e-2, entropy_weight=0.5)
+      ...                  stepsize=1e-2, entropy_weight=0.5)
       >>> state = algorithm.init(jnp.zeros((4000, 1)))
       >>> state, _ = jax.lax.scan(lambda s, k: algorithm.step(k, s), state,
       ...                         jax.random.split(jax.random.key(1), 400))
@@ -838,10 +843,11 @@ class mfld:  # lowercase: a factory, as blackjax.mala
     init = staticmethod(_euclidean_init)
     build_kernel = staticmethod(_euclidean_build_kernel)
 
+    @renamed_keyword("step_size", "stepsize")
     def __new__(  # type: ignore[misc]  # returns the SamplingAlgorithm, as blackjax does
         cls,
         functional: MeanFieldFunctional,
-        step_size: jax.typing.ArrayLike,
+        stepsize: jax.typing.ArrayLike,
         entropy_weight: jax.typing.ArrayLike,
         *,
         axis_name: str | None = None,
@@ -850,7 +856,7 @@ class mfld:  # lowercase: a factory, as blackjax.mala
         return mmfld(
             functional,
             euclidean_mirror_map(),
-            step_size,
+            stepsize,
             entropy_weight,
             scheme="primal",
             axis_name=axis_name,
@@ -894,14 +900,10 @@ def shard_step(
       >>> bool(jnp.allclose(sharded(key, state)[0].positions, single(key, state)[0].positions))
       True
     """
-    if not callable(step):
-        raise TypeError(f"step must be callable (an algorithm's step), got {type(step).__name__}")
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
-    if not isinstance(axis_name, str) or not axis_name:
-        raise TypeError(f"axis_name must be a non-empty string, got {axis_name!r}")
-    if axis_name not in mesh.axis_names:
-        raise ValueError(f"axis_name {axis_name!r} is not an axis of mesh {mesh.axis_names}")
+    check_callable(
+        step, "step", signature="step(rng_key, state) -> (state, info), an algorithm's step"
+    )
+    check_mesh_axis(mesh, axis_name)
     rows = NamedSharding(mesh, P(axis_name))
 
     def run(rng_key, state):
@@ -944,7 +946,7 @@ def ensemble_step(
       >>> import jax, jax.numpy as jnp
       >>> from jaxlab.particles import box_mirror_map, linear_potential_functional
       >>> algorithm = mmfld(linear_potential_functional(jnp.array([0.3])),
-      ...                   box_mirror_map(0.0, 1.0), step_size=1e-2, entropy_weight=0.1)
+      ...                   box_mirror_map(0.0, 1.0), stepsize=1e-2, entropy_weight=0.1)
       >>> ensemble = jax.jit(ensemble_step(algorithm.step))
       >>> state, info = ensemble(jax.random.key(0), MFLDState(jnp.full((4, 3, 1), 0.5)))
       >>> state.positions.shape, info.statistics.shape  # 4 systems of 3 particles
@@ -960,8 +962,9 @@ def ensemble_step(
       Hammersley & Morton, "A new Monte Carlo technique: antithetic variates", Proc. Cambridge
       Philos. Soc. 1956; Gu & Kim, ICML 2026 (arXiv 2505.02621).
     """
-    if not callable(step):
-        raise TypeError(f"step must be callable (an algorithm's step), got {type(step).__name__}")
+    check_callable(
+        step, "step", signature="step(rng_key, state) -> (state, info), an algorithm's step"
+    )
     antithetic = check_bool(antithetic, "antithetic")
 
     def ensemble(rng_key: jax.Array, state: MFLDState) -> tuple[MFLDState, MFLDInfo]:
@@ -1031,7 +1034,7 @@ def time_average(
       >>> import jax, jax.numpy as jnp
       >>> from jaxlab.particles import box_mirror_map, linear_potential_functional
       >>> algorithm = mmfld(linear_potential_functional(jnp.array([0.3])),
-      ...                   box_mirror_map(0.0, 1.0), step_size=1e-2, entropy_weight=0.1)
+      ...                   box_mirror_map(0.0, 1.0), stepsize=1e-2, entropy_weight=0.1)
       >>> state = algorithm.init(jnp.full((1000, 1), 0.28))
       >>> _, mean = time_average(algorithm.step, state, jax.random.key(0), 2000,
       ...                        lambda info: info.statistics, burn_in=500)
@@ -1041,10 +1044,10 @@ def time_average(
     References:
       Gu & Kim, "Mirror Mean-Field Langevin Dynamics", ICML 2026 (arXiv 2505.02621).
     """
-    if not callable(step):
-        raise TypeError(f"step must be callable (an algorithm's step), got {type(step).__name__}")
-    if not callable(statistic_fn):
-        raise TypeError(f"statistic_fn must be callable, got {type(statistic_fn).__name__}")
+    check_callable(
+        step, "step", signature="step(rng_key, state) -> (state, info), an algorithm's step"
+    )
+    check_callable(statistic_fn, "statistic_fn")
     if not isinstance(state, MFLDState):
         raise TypeError(f"state must be an MFLDState, got {type(state).__name__}")
     check_key(rng_key, "rng_key")

@@ -19,6 +19,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from jaxlab._src.validation import check_real_array
 
@@ -362,18 +363,6 @@ def box_mirror_map(lower: jax.typing.ArrayLike, upper: jax.typing.ArrayLike) -> 
     )
 
 
-def _project_onto_simplex(x: jax.Array) -> jax.Array:
-    """Euclidean projection onto ``{x ≥ 0, Σx = 1}`` (sort and threshold, Held et al. 1974)."""
-    n = x.shape[-1]
-    sorted_desc = jnp.sort(x)[::-1]
-    cumulative = jnp.cumsum(sorted_desc) - 1.0
-    index = jnp.arange(1, n + 1, dtype=x.dtype)
-    support = sorted_desc - cumulative / index > 0
-    rho = jnp.max(jnp.where(support, jnp.arange(n), 0))
-    threshold = cumulative[rho] / (rho + 1).astype(x.dtype)
-    return jnp.maximum(x - threshold, 0.0)
-
-
 def simplex_mirror_map() -> MirrorMap:
     """The entropic map on the probability simplex ``Δ_d`` (the Wright–Fisher diffusion).
 
@@ -463,7 +452,8 @@ def simplex_mirror_map() -> MirrorMap:
         hessian_sqrt_noise=hessian_sqrt_noise,
         gradient_to_dual=lambda g: g[1:] - g[0],
         clip=clip,
-        project=_project_onto_simplex,
+        # Euclidean projection onto {x ≥ 0, Σx = 1} (sort and threshold, Held et al. 1974).
+        project=optax.projections.projection_simplex,
         boundary_distance=lambda x: _finite_or_nan(x, coordinate_min(x)),
         # Σ x_i(δ_ij - x_j)∂_ij + Σ(1 - (d + 1)x_i)∂_i is Wright–Fisher's generator (θ_i = 1)
         # at twice its time scale.

@@ -34,7 +34,13 @@ import scipy.linalg
 from jax.typing import ArrayLike
 
 from jaxlab._src.threads import one_blas_thread
-from jaxlab._src.validation import check_array, check_int, check_nonnegative, check_positive
+from jaxlab._src.validation import (
+    check_array,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_weighting_matrix,
+)
 
 __all__ = [
     "ORDERS",
@@ -462,6 +468,7 @@ def layer_output_error(w: ArrayLike, q: ArrayLike, h: ArrayLike) -> jax.Array:
         raise ValueError(
             f"h must have shape ({w.shape[1]}, {w.shape[1]}) to match w, got {h.shape}"
         )
+    check_weighting_matrix(h, "h")
     dtype = jnp.promote_types(w.dtype, jnp.float32)
     delta = (w - q).astype(dtype)
     return jnp.sum(jnp.matmul(delta, h.astype(dtype), precision="highest") * delta)

@@ -27,7 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxlab._src.validation import check_array
+from jaxlab._src.validation import (
+    check_array,
+    check_finite_array,
+    check_progress,
+)
 from jaxlab.quant._gptq import QuantizedWeight
 
 __all__ = ["ModelQuantization", "StageReport", "quantize_model"]
@@ -91,6 +95,13 @@ class ModelQuantization(NamedTuple):
     stages: list[StageReport]
     layers: dict[str, QuantizedWeight]
     quantization_seconds: float
+
+
+def _loss_value(loss_fn, model) -> float:
+    value = loss_fn(model)
+    if np.ndim(value) != 0:
+        raise ValueError(f"loss_fn must return one scalar, got shape {np.shape(value)}")
+    return float(value)
 
 
 def _default_forward(model, inputs):
@@ -243,6 +254,13 @@ def quantize_model(
         )
     if isinstance(calibration_inputs, np.ndarray | jax.Array | list | tuple):
         calibration_inputs = check_array(calibration_inputs, "calibration_inputs")
+        check_finite_array(calibration_inputs, "calibration_inputs")
+        if calibration_inputs.ndim == 0 or calibration_inputs.shape[0] == 0:
+            raise ValueError(
+                f"calibration_inputs must hold at least one example, got shape "
+                f"{calibration_inputs.shape}"
+            )
+    check_progress(progress)
 
     work = nnx.clone(model)
     layers = _linear_layers(work)
@@ -260,13 +278,25 @@ def quantize_model(
                 _place(parent, key, module)
 
     graphdef, state = recorded_state()
-    stages = _stages(graphdef, state, calibration_inputs, forward_fn)
+    try:
+        stages = _stages(graphdef, state, calibration_inputs, forward_fn)
+    except (TypeError, ValueError) as err:  # e.g. inputs of the wrong width for the first layer
+        shape = getattr(calibration_inputs, "shape", None)
+        raise ValueError(
+            f"forward_fn(model, calibration_inputs) failed on calibration_inputs of shape {shape} "
+            f"({type(err).__name__}: {err})"
+        ) from err
     if not stages:
         raise ValueError(
             "model has no linear layer (a submodule with a 2-D kernel Param) that forward_fn calls"
         )
     capture = _capture_fn(graphdef, forward_fn)
-    initial_loss = None if loss_fn is None else float(loss_fn(work))
+    initial_loss = None if loss_fn is None else _loss_value(loss_fn, work)
+    if initial_loss is not None and not np.isfinite(initial_loss):
+        raise ValueError(
+            f"loss_fn returned {initial_loss} on the unquantized model (before any weight "
+            "changed): check loss_fn and the data it evaluates"
+        )
     reports, results, total = [], {}, 0.0
     iterator = (
         stages
@@ -287,6 +317,11 @@ def quantize_model(
                     f"method must return a QuantizedWeight, got {type(result).__name__} for {name}"
                 )
             jax.block_until_ready(result.weight)
+            if not jnp.issubdtype(jnp.result_type(result.weight), jnp.floating):
+                raise TypeError(
+                    f"method must return floating weights, got {jnp.result_type(result.weight)} "
+                    f"for {name}"
+                )
             seconds += time.perf_counter() - start
             if result.weight.shape != kernel.shape[::-1]:
                 raise ValueError(
@@ -303,6 +338,6 @@ def quantize_model(
             module.kernel[...] = jnp.asarray(result.weight.T, kernel.dtype)
             results[name] = result
         total += seconds
-        loss = None if loss_fn is None else float(loss_fn(work))
+        loss = None if loss_fn is None else _loss_value(loss_fn, work)
         reports.append(StageReport(stage, loss, seconds))
     return ModelQuantization(work, initial_loss, reports, results, total)

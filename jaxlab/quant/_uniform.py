@@ -38,6 +38,7 @@ from jaxlab._src.validation import (
     check_bool,
     check_finite_array,
     check_int,
+    check_weighting_matrix,
     is_concrete,
 )
 
@@ -59,14 +60,33 @@ def check_bits(bits: Any) -> int:
     return check_int(bits, "bits", minimum=1, maximum=8)
 
 
-def _check_params(w: jax.Array, scale: Any, zero: Any) -> tuple[jax.Array, jax.Array]:
+def _check_params(
+    w: jax.Array, scale: Any, zero: Any, w_name: str = "w", bits: int | None = None
+) -> tuple[jax.Array, jax.Array]:
     scale = check_array(scale, "scale", kind="real")
     zero = check_array(zero, "zero", kind="real")
     lead = w.shape[:-1]
     for name, value in (("scale", scale), ("zero", zero)):
         if value.shape != lead:
             raise ValueError(
-                f"{name} must have the leading shape of w {lead} (one per row), got {value.shape}"
+                f"{name} must have the leading shape of {w_name} {lead} (one per row), got "
+                f"{value.shape}"
+            )
+    # Concrete values on the host (under jit a closed-over array is traced and left unchecked):
+    # a zero or negative scale divides or flips every code, a zero point outside the code range
+    # [0, 2^b - 1] clips a whole side of the row to one code.
+    if is_concrete(scale):
+        s = np.asarray(scale, np.float64)
+        if not np.all(np.isfinite(s) & (s > 0)):
+            bad = int(np.sum(~(np.isfinite(s) & (s > 0))))
+            raise ValueError(f"scale must be finite and > 0: {bad} entries are not")
+    if is_concrete(zero):
+        z = np.asarray(zero, np.float64)
+        check_finite_array(z, "zero")
+        if bits is not None and z.size and (z.min() < 0 or z.max() > 2**bits - 1):
+            raise ValueError(
+                f"zero must lie in the code range [0, 2^bits - 1 = {2**bits - 1}], got values in "
+                f"[{z.min()}, {z.max()}]"
             )
     return scale.astype(w.dtype), zero.astype(w.dtype)
 
@@ -185,7 +205,7 @@ def quantize(
     if is_concrete(scale) and not np.all(np.asarray(scale) > 0):
         bad = int(np.sum(~(np.asarray(scale) > 0)))
         raise ValueError(f"scale must be finite and > 0: {bad} entries are not (one per row of w)")
-    scale, zero = _check_params(w, scale, zero)
+    scale, zero = _check_params(w, scale, zero, bits=bits)
     unclipped = jnp.round(w / scale[..., None]) + zero[..., None]
     coded = jnp.isfinite(unclipped)  # False exactly where the weight has no code
     codes = jnp.where(coded, jnp.clip(unclipped, 0.0, float(2**bits - 1)), 0.0)
@@ -217,9 +237,11 @@ def dequantize(codes: ArrayLike, scale: ArrayLike, zero: ArrayLike) -> jax.Array
     codes = check_array(codes, "codes", kind="integer")
     if codes.ndim < 1:
         raise ValueError(f"codes must have at least one axis, got shape {codes.shape}")
+    if is_concrete(codes) and codes.size and int(np.min(np.asarray(codes))) < 0:
+        raise ValueError(f"codes must be >= 0, got a minimum of {int(np.min(np.asarray(codes)))}")
     scale = check_array(scale, "scale", kind="floating")
     dtype = jnp.promote_types(scale.dtype, jnp.float32)
-    scale, zero = _check_params(codes.astype(dtype), scale, zero)
+    scale, zero = _check_params(codes.astype(dtype), scale, zero, "codes")
     return _values(codes.astype(dtype), scale, zero)
 
 
@@ -248,7 +270,7 @@ def quantize_uniform(w: ArrayLike, scale: ArrayLike, zero: ArrayLike, *, bits: i
     w = check_array(w, "w", kind="floating")
     if w.ndim < 1:
         raise ValueError(f"w must have at least one axis, got shape {w.shape}")
-    scale, zero = _check_params(w, scale, zero)
+    scale, zero = _check_params(w, scale, zero, bits=bits)
     qmax = float(2**bits - 1)
     return _values(_codes(w, scale, zero, qmax), scale, zero)
 
@@ -337,6 +359,7 @@ def search_quant_params(
     g = w.shape[1]
     if metric.shape != (g, g):
         raise ValueError(f"metric must have shape ({g}, {g}) to match w {w.shape}")
+    check_weighting_matrix(metric, "metric")
     return _grid_search_jit(w, metric.astype(w.dtype), float(2**bits - 1), symmetric, num_ratios)
 
 

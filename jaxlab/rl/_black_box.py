@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._src.validation import check_int, is_concrete
+from jaxlab._src.validation import check_callable, check_int, is_concrete
 
 __all__ = [
     "BlackBoxInfo",
@@ -183,8 +183,7 @@ def check_objective(objective: Any, num_variables: int) -> Callable:
     concrete values (it closes over no tracer) they must be finite. The probe is validation only:
     its evaluations are not counted and not used by the search.
     """
-    if not callable(objective):
-        raise TypeError(f"objective must be callable, got {type(objective).__name__}")
+    check_callable(objective, "objective")
     probe = jnp.stack([jnp.zeros(num_variables, jnp.int32), jnp.ones(num_variables, jnp.int32)])
     try:
         out = jax.eval_shape(lambda points: objective(points), probe)

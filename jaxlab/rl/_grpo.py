@@ -25,12 +25,15 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
+    check_choice,
     check_indices,
     check_int,
     check_key,
     check_nonnegative,
     check_positive_int,
     concrete_float,
+    is_concrete,
     tree_all_finite,
 )
 
@@ -109,8 +112,7 @@ def group_advantages(
       R1-Zero-Like Training* (Dr. GRPO), arXiv 2503.20783.
     """
     r = _check_groups(rewards, "rewards")
-    if kind not in _ADVANTAGES:
-        raise ValueError(f"kind must be one of {_ADVANTAGES}, got {kind!r}")
+    check_choice(kind, "kind", _ADVANTAGES)
     check_nonnegative(epsilon, "epsilon")
     ddof = check_int(ddof, "ddof", minimum=0, maximum=1)
     if kind == "rank":
@@ -180,8 +182,7 @@ class LossInfo(NamedTuple):
 
 
 def _check_aggregation(aggregation: Any) -> str:
-    if aggregation not in AGGREGATIONS:
-        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+    check_choice(aggregation, "aggregation", AGGREGATIONS)
     return aggregation
 
 
@@ -272,6 +273,8 @@ def grpo_policy_loss(
     else:
         is_bool = getattr(token_mask, "dtype", None) == np.bool_
         mask = jnp.asarray(token_mask) if is_bool else check_array(token_mask, "token_mask")
+        if not is_bool and is_concrete(mask) and not bool(jnp.all((mask == 0) | (mask == 1))):
+            raise ValueError("token_mask must hold 0/1 (or bool) weights, got other values")
         if mask.shape != new.shape:
             raise ValueError(f"token_mask must have logp_new's shape {new.shape}, got {mask.shape}")
         mask = mask.astype(new.dtype)
@@ -522,8 +525,7 @@ def grpo(
     """
     named = dict(sample_fn=sample_fn, log_prob_fn=log_prob_fn, reward_fn=reward_fn)
     for name, fn in named.items():
-        if not callable(fn):
-            raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+        check_callable(fn, name)
     if not hasattr(optimizer, "init") or not hasattr(optimizer, "update"):
         raise TypeError(f"optimizer must be an optax GradientTransformation, got {optimizer!r}")
     group_size = check_int(group_size, "group_size", minimum=2)
@@ -537,8 +539,7 @@ def grpo(
     if num_prompts is not None:
         num_prompts = check_positive_int(num_prompts, "num_prompts")
     for fn, name in ((order_fn, "order_fn"), (training_order_fn, "training_order_fn")):
-        if fn is not None and not callable(fn):
-            raise TypeError(f"{name} must be None or callable, got {type(fn).__name__}")
+        check_callable(fn, name, allow_none=True)
     advantage_fn = (
         advantage
         if callable(advantage)

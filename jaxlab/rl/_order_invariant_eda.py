@@ -31,6 +31,7 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_choice,
     check_int,
     check_key,
     check_nonnegative,
@@ -363,8 +364,7 @@ def oi_eda(
     n = check_positive_int(num_variables, "num_variables")
     check_objective(objective, n)
     group = check_int(population, "population", minimum=2)
-    if order_mode not in ORDER_MODES:
-        raise ValueError(f"order_mode must be one of {ORDER_MODES}, got {order_mode!r}")
+    check_choice(order_mode, "order_mode", ORDER_MODES)
     if advantage not in ("zscore", "rank"):
         raise ValueError(f"advantage must be 'zscore' or 'rank', got {advantage!r}")
     check_nonnegative(clip_epsilon, "clip_epsilon")
@@ -521,8 +521,7 @@ def maximize(
       >>> float(result.best_value), int(result.evaluations)
       (32.0, 6400)
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {tuple(METHODS)}, got {method!r}")
+    check_choice(method, "method", METHODS)
     check_key(rng_key)
     algorithm = METHODS[method](objective, num_variables, **options)
     steps = num_steps_for_budget(algorithm, budget)

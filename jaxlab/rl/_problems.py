@@ -670,6 +670,8 @@ def binary_benchmark_suite(
     check_key(rng_key)
     n = check_int(num_variables, "num_variables", minimum=2)
     block = check_int(trap_block, "trap_block", minimum=2)
+    if n % block:
+        raise ValueError(f"trap_block={block} must divide num_variables={n} (whole trap blocks)")
     nk_key, cut_key = jax.random.split(rng_key)
     return {
         "onemax": onemax,

@@ -31,6 +31,7 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_bool,
+    check_callable,
     check_callback_shape,
     check_key,
     check_nonnegative,
@@ -76,8 +77,7 @@ class JudgeInfo(NamedTuple):
 
 
 def _check_callable(fn, name):
-    if not callable(fn):
-        raise TypeError(f"{name} must be callable, got {type(fn).__name__} {fn!r}")
+    check_callable(fn, name)
 
 
 def _leading(tree: Any, name: str, minimum: int) -> int:
@@ -97,7 +97,10 @@ def _leading(tree: Any, name: str, minimum: int) -> int:
 def _probabilities(judge_fn, context, first, second):
     """``J(context, first_i, second_j)`` on the grid, ``[len(first), len(second)]``."""
     row = jax.vmap(lambda x, y: judge_fn(context, x, y), in_axes=(None, 0))
-    return jax.vmap(row, in_axes=(0, None))(first, second).astype(jnp.float32)
+    p = jax.vmap(row, in_axes=(0, None))(first, second)
+    grid = tuple(jax.tree.leaves(v)[0].shape[0] for v in (first, second))
+    check_callback_shape(p, grid, "judge_fn", "of one probability (a scalar) per pair: grid")
+    return p.astype(jnp.float32)
 
 
 def _verdicts(rng_key, p, sample):
@@ -227,7 +230,9 @@ def single_pairwise_reward(
     opponents = jax.tree.map(lambda v: v[opponents_idx], responses)
     k_fwd, k_bwd = jax.random.split(judge_key)
     pair = jax.vmap(lambda x, y: judge_fn(context, x, y))
-    fwd, bad = _verdicts(k_fwd, pair(responses, opponents).astype(jnp.float32), sample)
+    probs = pair(responses, opponents)
+    check_callback_shape(probs, (g,), "judge_fn", "of one probability (a scalar) per pair: batch")
+    fwd, bad = _verdicts(k_fwd, probs.astype(jnp.float32), sample)
     if both_orders:
         back, bad_back = _verdicts(k_bwd, pair(opponents, responses).astype(jnp.float32), sample)
         fwd, bad = 0.5 * (fwd + 1.0 - back), bad | bad_back

@@ -23,6 +23,13 @@ The L-shaped method (Liu, Gao & Hu, ICML 2026, APUB-M): single- and multi-cut de
 the SAA and APUB problems of a :class:`jaxlab.stochprog.TwoStageLP`, HiGHS master on the host.
 """
 
+from jaxlab._src.qp import (
+    DenseQP,
+    QPSolution,
+    QPState,
+    qp_kkt_regularized_solve,
+    qp_kkt_tangent_solve,
+)
 from jaxlab._src.solver import (
     DENSE_SOLVE_MAX_SIZE,
     SolverStatus,
@@ -85,14 +92,6 @@ from jaxlab.solvers._hom_pgd_problems import (
 )
 from jaxlab.solvers._lshaped import LShaped, LShapedState
 from jaxlab.solvers._push_pull import FAB, FABParams, FABState, PushPull, PushPullState
-from jaxlab.solvers._qp import (
-    QP_PRIMAL_INFEASIBLE,
-    DenseQP,
-    QPSolution,
-    QPState,
-    qp_kkt_regularized_solve,
-    qp_kkt_tangent_solve,
-)
 from jaxlab.solvers._vi import (
     HalpernExtragradient,
     HalpernState,
@@ -175,7 +174,6 @@ __all__ = [
     "exact_hypergradient",
     "lower_level_solution",
     # dense convex QP (OSQP-style ADMM, polishing, implicit differentiation)
-    "QP_PRIMAL_INFEASIBLE",
     "DenseQP",
     "QPSolution",
     "QPState",
@@ -198,3 +196,18 @@ __all__ = [
     "run_to_checkpoints",
     "weak_minty_2d",
 ]
+
+
+def __getattr__(name):
+    # QP_PRIMAL_INFEASIBLE (5) was public before SolverStatus named the code.
+    if name == "QP_PRIMAL_INFEASIBLE":
+        import warnings
+
+        warnings.warn(
+            "jaxlab.solvers.QP_PRIMAL_INFEASIBLE is deprecated: use "
+            "jaxlab.solvers.SolverStatus.PRIMAL_INFEASIBLE (the same code, 5)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return SolverStatus.PRIMAL_INFEASIBLE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -36,6 +36,8 @@ import scipy.optimize
 from jaxlab._src.threads import one_blas_thread
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
+    check_choice,
     check_int,
     check_nonnegative,
     check_positive,
@@ -74,8 +76,7 @@ class BaselineRun(NamedTuple):
 
 
 def _check_callable(fn, name: str) -> None:
-    if not callable(fn):
-        raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+    check_callable(fn, name)
 
 
 def _check_like_x0(out, x0, what: str) -> None:
@@ -192,8 +193,7 @@ def _inner_steps(objective, x, steps, learning_rate, inner_solver):
 def _check_penalty_schedule(
     outer, inner, learning_rate, penalty, growth, max_penalty, inner_solver
 ) -> None:
-    if inner_solver not in _INNER_SOLVERS:
-        raise ValueError(f"inner_solver must be one of {_INNER_SOLVERS}, got {inner_solver!r}")
+    check_choice(inner_solver, "inner_solver", _INNER_SOLVERS)
     check_positive_int(outer, "outer")
     check_positive_int(inner, "inner")
     check_positive(learning_rate, "learning_rate")

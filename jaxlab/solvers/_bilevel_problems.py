@@ -74,11 +74,7 @@ class BilevelProblem:
 
     def __post_init__(self):
         for name in ("upper", "lower"):
-            if not callable(getattr(self, name)):
-                raise TypeError(
-                    f"{name} must be callable as {name}(x, y, *data_i), got "
-                    f"{type(getattr(self, name)).__name__}"
-                )
+            validation.check_callable(getattr(self, name), name, signature=f"{name}(x, y, *data_i)")
         if not isinstance(self.data, tuple) or not self.data:
             raise TypeError(
                 f"data must be a non-empty tuple of arrays (agents on the leading axis), got "

@@ -459,7 +459,13 @@ def qcqp_condition_sampler(n: int, m: int):
 
 
 def qcqp_homeomorphism_net(
-    n: int, *, encoder_hidden: int = 64, hidden: int | None = None, num_layers: int = 3, rngs
+    n: int,
+    *,
+    encoder_hidden: int = 64,
+    hidden: int | None = None,
+    num_layers: int = 3,
+    film: str = "both",
+    rngs,
 ):
     """The public code's conditional network for the QCQP family (not yet trained).
 
@@ -471,6 +477,8 @@ def qcqp_homeomorphism_net(
       encoder_hidden: width (and embedding size) of the condition encoder.
       hidden: MADE width (None: max(n + 1, 64)).
       num_layers: number of blocks.
+      film: FiLM placement in each MADE, ``"both"`` hidden layers or the ``"first"`` only (the
+        authors' code); see ``jaxlab.nn.ConditionalMADE``.
       rngs: ``flax.nnx.Rngs``.
 
     Returns:
@@ -491,6 +499,7 @@ def qcqp_homeomorphism_net(
         hidden=hidden,
         condition_encoder=encoder,
         bounds=(-5.0, 5.0),
+        film=film,
         rngs=rngs,
     )
 
@@ -508,6 +517,7 @@ def train_qcqp_homeomorphism(
     latent_pool: int = 10_000,
     progress=None,
     snapshot_steps: tuple[int, ...] = (),
+    film: str = "both",
 ) -> HomeomorphismTraining:
     """Builds and trains one conditional network for the whole QCQP family of size (n, m).
 
@@ -532,6 +542,8 @@ def train_qcqp_homeomorphism(
       progress: optional object with ``track(iterable, total=, description=)``.
       snapshot_steps: steps after which the EMA network is also kept (``.snapshots``), so one
         run gives the map at several budgets.
+      film: FiLM placement in each MADE (``"both"`` or ``"first"``, see
+        :func:`qcqp_homeomorphism_net`).
 
     Returns:
       A ``jaxlab.nn.HomeomorphismTraining``; ``.model`` (EMA weights) feeds
@@ -553,7 +565,9 @@ def train_qcqp_homeomorphism(
     latent_pool = check_positive_int(latent_pool, "latent_pool")
     train_key, latent_key, net_key = jax.random.split(rng_key, 3)
     rngs = nnx.Rngs(int(jax.random.randint(net_key, (), 0, 2**30)))
-    net = qcqp_homeomorphism_net(n, encoder_hidden=encoder_hidden, hidden=hidden, rngs=rngs)
+    net = qcqp_homeomorphism_net(
+        n, encoder_hidden=encoder_hidden, hidden=hidden, film=film, rngs=rngs
+    )
     return train_homeomorphism(
         net,
         qcqp_constraints_from_condition,

@@ -142,10 +142,8 @@ class LShaped:
         )
         if alpha is None:
             raise TypeError("alpha must be a concrete number: the L-shaped loop runs on the host")
-        if self.cuts not in _CUTS:
-            raise ValueError(f"cuts must be one of {_CUTS}, got {self.cuts!r}")
-        if self.recourse_fun is not None and not callable(self.recourse_fun):
-            raise TypeError(f"recourse_fun must be callable or None, got {self.recourse_fun!r}")
+        validation.check_choice(self.cuts, "cuts", _CUTS)
+        validation.check_callable(self.recourse_fun, "recourse_fun", allow_none=True)
         validation.check_nonnegative(self.tol, "tol")
         validation.check_int(self.maxiter, "maxiter", minimum=1)
         if self.eta_lower_bound is not None:

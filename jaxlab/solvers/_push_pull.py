@@ -47,10 +47,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from jax.typing import ArrayLike
 
 from jaxlab._src import validation
-from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus, tree_l2_norm
+from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus
+from jaxlab._src.tree import add_scale
 from jaxlab.distributed import (
     check_column_stochastic,
     check_jointly_strongly_connected,
@@ -157,38 +159,23 @@ def _per_agent(fn: Callable, axis_name: str | None) -> Callable:
     return fn if axis_name is not None else jax.vmap(fn)
 
 
-def _tree_axpy(a: Any, x: Any, y: Any) -> Any:
-    """``y + a x`` leafwise (``a`` a scalar)."""
-    return jax.tree.map(lambda xi, yi: yi + jnp.asarray(a, yi.dtype) * xi, x, y)
-
-
-def _tree_sub(x: Any, y: Any) -> Any:
-    return jax.tree.map(jnp.subtract, x, y)
-
-
-def _tree_add(x: Any, y: Any) -> Any:
-    return jax.tree.map(jnp.add, x, y)
-
-
 class _AgentSolver(IterativeSolver):
     """What PushPull and FAB share (each declares its own fields): the graph sequence, its
     matrices and the agent axis."""
 
     def __post_init__(self):
         super().__post_init__()
-        if not callable(self.graph_fn):
-            raise TypeError(
-                f"graph_fn must be callable as graph_fn(rng_key, step) -> (n, n) boolean "
-                f"adjacency, got {self.graph_fn!r}"
-            )
-        if not callable(self.weights_fn):
-            raise TypeError(f"weights_fn must be callable, got {self.weights_fn!r}")
+        validation.check_callable(
+            self.graph_fn,
+            "graph_fn",
+            signature="graph_fn(rng_key, step) -> (n, n) boolean adjacency",
+        )
+        validation.check_callable(self.weights_fn, "weights_fn")
         validation.check_bool(self.tracking, "tracking")
         validation.check_axis_name(self.axis_name)
         if isinstance(self.axis_name, tuple):  # the agents are one axis (ppermute along it)
             raise TypeError(f"axis_name must be None or a single axis name, got {self.axis_name!r}")
-        if self.mixing not in _MIXINGS:
-            raise ValueError(f"mixing must be one of {_MIXINGS}, got {self.mixing!r}")
+        validation.check_choice(self.mixing, "mixing", _MIXINGS)
         if self.mixing == "sparse" and self.axis_name is None:
             raise ValueError(
                 "mixing='sparse' exchanges messages with ppermute over a named axis: set "
@@ -389,10 +376,7 @@ class PushPull(_AgentSolver):
     tol: float = 1e-10
 
     def __post_init__(self):
-        if not callable(self.grad_fn):
-            raise TypeError(
-                f"grad_fn must be callable as grad_fn(x_i, *args_i), got {self.grad_fn!r}"
-            )
+        validation.check_callable(self.grad_fn, "grad_fn", signature="grad_fn(x_i, *args_i)")
         validation.check_positive(self.stepsize, "stepsize")
         super().__post_init__()
 
@@ -401,7 +385,7 @@ class PushPull(_AgentSolver):
 
     def _error(self, params, grads):
         consensus = _consensus_error(params, self.axis_name)
-        gradient = tree_l2_norm(_agent_mean(grads, self.axis_name))
+        gradient = optax.tree.norm(_agent_mean(grads, self.axis_name))
         return gradient + consensus, consensus
 
     def init_state(self, init_params, *args, rng_key: jax.Array) -> PushPullState:
@@ -427,13 +411,13 @@ class PushPull(_AgentSolver):
         pull, push = self._matrices(state.rng_key, state.iter_num, n)
         alpha = self.stepsize
         if self.tracking:
-            new_params = self._mix(pull, _tree_axpy(-alpha, state.tracker, params), "pull")
+            new_params = self._mix(pull, add_scale(params, -alpha, state.tracker), "pull")
             grads = self._grads(new_params, args)
-            tracker = _tree_add(
-                self._mix(push, state.tracker, "push"), _tree_sub(grads, state.grad)
+            tracker = optax.tree.add(
+                self._mix(push, state.tracker, "push"), optax.tree.sub(grads, state.grad)
             )
         else:
-            new_params = _tree_axpy(-alpha, state.grad, self._mix(pull, params, "pull"))
+            new_params = add_scale(self._mix(pull, params, "pull"), -alpha, state.grad)
             grads = self._grads(new_params, args)
             tracker = grads
         error, consensus = self._error(new_params, grads)
@@ -600,11 +584,11 @@ class FAB(_AgentSolver):
 
     def __post_init__(self):
         for name in ("upper_grad_fn", "lower_grad_fn"):
-            if not callable(getattr(self, name)):
-                raise TypeError(
-                    f"{name} must be callable as {name}(x_i, y_i, *args_i) -> (grad_x, grad_y), "
-                    f"got {getattr(self, name)!r}"
-                )
+            validation.check_callable(
+                getattr(self, name),
+                name,
+                signature=f"{name}(x_i, y_i, *args_i) -> (grad_x, grad_y)",
+            )
         validation.check_positive(self.penalty, "penalty")
         validation.check_positive(self.upper_stepsize, "upper_stepsize")
         validation.check_positive(self.lower_stepsize, "lower_stepsize")
@@ -639,7 +623,7 @@ class FAB(_AgentSolver):
 
     def _error(self, params, directions):
         consensus = _consensus_error(tuple(params), self.axis_name)
-        gradient = tree_l2_norm(_agent_mean(tuple(directions), self.axis_name))
+        gradient = optax.tree.norm(_agent_mean(tuple(directions), self.axis_name))
         return gradient + consensus, consensus
 
     def init_state(self, init_params, *args, rng_key: jax.Array) -> FABState:
@@ -676,7 +660,7 @@ class FAB(_AgentSolver):
         if self.tracking:
             moved = FABParams(
                 *(
-                    _tree_axpy(-step, s, v)
+                    add_scale(v, -step, s)
                     for step, s, v in zip(steps, trackers, params, strict=True)
                 )
             )
@@ -684,14 +668,14 @@ class FAB(_AgentSolver):
             new_directions = self._directions(new_params, lam, args)
             new_trackers = FABParams(
                 *(
-                    _tree_add(self._mix(push, s, "push"), _tree_sub(d_new, d_old))
+                    optax.tree.add(self._mix(push, s, "push"), optax.tree.sub(d_new, d_old))
                     for s, d_new, d_old in zip(trackers, new_directions, directions, strict=True)
                 )
             )
         else:
             new_params = FABParams(
                 *(
-                    _tree_axpy(-step, d, self._mix(pull, v, "pull"))
+                    add_scale(self._mix(pull, v, "pull"), -step, d)
                     for step, d, v in zip(steps, directions, params, strict=True)
                 )
             )
@@ -711,7 +695,7 @@ class FAB(_AgentSolver):
             fresh = self._directions(params, lam, args)
             trackers = FABParams(
                 *(
-                    _tree_add(s, _tree_sub(d_new, d_old))
+                    optax.tree.add(s, optax.tree.sub(d_new, d_old))
                     for s, d_new, d_old in zip(trackers, fresh, directions, strict=True)
                 )
             )

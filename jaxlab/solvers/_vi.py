@@ -31,9 +31,11 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from jaxlab._src import validation
-from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus, tree_l2_norm
+from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus
+from jaxlab._src.tree import add_scale, convex_combination
 
 __all__ = [
     "HalpernExtragradient",
@@ -74,30 +76,6 @@ def _float_dtype(tree) -> Any:
     if not jnp.issubdtype(dtype, jnp.floating):
         raise TypeError(f"params must have floating-point leaves, got dtype {dtype}")
     return dtype
-
-
-def _scale(tree, factor):
-    return jax.tree.map(lambda x: jnp.asarray(factor, x.dtype) * x, tree)
-
-
-def _add_scaled(x, factor, y):
-    """``x + factor * y`` leaf by leaf, the factor cast to each leaf's dtype."""
-    return jax.tree.map(lambda a, b: a + jnp.asarray(factor, b.dtype) * b, x, y)
-
-
-def _sub(x, y):
-    return jax.tree.map(jnp.subtract, x, y)
-
-
-def _add(x, y):
-    return jax.tree.map(jnp.add, x, y)
-
-
-def _convex_combination(weight, x, y):
-    """``weight * x + (1 - weight) * y``."""
-    return jax.tree.map(
-        lambda a, b: jnp.asarray(weight, a.dtype) * a + (1 - jnp.asarray(weight, b.dtype)) * b, x, y
-    )
 
 
 def _batch_size(schedule, iter_num) -> tuple[jax.Array, jax.Array]:
@@ -400,16 +378,17 @@ def minibatch_operator(sample_operator_fn: Callable[..., Any]) -> Callable[..., 
       A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
-    if not callable(sample_operator_fn):
-        raise TypeError(f"sample_operator_fn must be callable, got {sample_operator_fn!r}")
+    validation.check_callable(sample_operator_fn, "sample_operator_fn")
 
     def operator_fn(z, rng_key, batch_size, *args):
         batch_size = jnp.asarray(batch_size).astype(jnp.int32)
 
         def body(i, total):
-            return _add(total, sample_operator_fn(z, jax.random.fold_in(rng_key, i), *args))
+            return optax.tree.add(
+                total, sample_operator_fn(z, jax.random.fold_in(rng_key, i), *args)
+            )
 
-        zeros = jax.tree.map(jnp.zeros_like, z)
+        zeros = optax.tree.zeros_like(z)
         total = jax.lax.fori_loop(0, batch_size, body, zeros)
         return jax.tree.map(lambda t: t / batch_size.astype(t.dtype), total)
 
@@ -448,19 +427,15 @@ def natural_residual(
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
     validation.check_positive(stepsize, "stepsize")
-    if not callable(operator_fn):
-        raise TypeError(
-            f"operator_fn must be callable as operator_fn(z, *args), got {operator_fn!r}"
-        )
-    if projection is not None and not callable(projection):
-        raise TypeError(f"projection must be callable or None, got {projection!r}")
+    validation.check_callable(operator_fn, "operator_fn", signature="operator_fn(z, *args)")
+    validation.check_callable(projection, "projection", allow_none=True)
     _float_dtype(params)
     out = jax.eval_shape(lambda z, *a: operator_fn(z, *a), params, *args)
     _check_like("operator_fn", out, params, "(z, *args)")
     projection = _identity if projection is None else projection
-    forward = _add_scaled(params, -stepsize, operator_fn(params, *args))
-    step = _sub(params, projection(forward))
-    norm = tree_l2_norm(step)
+    forward = add_scale(params, -stepsize, operator_fn(params, *args))
+    step = optax.tree.sub(params, projection(forward))
+    norm = optax.tree.norm(step)
     return norm / jnp.asarray(stepsize, norm.dtype)
 
 
@@ -547,25 +522,21 @@ class _StochasticVISolver(IterativeSolver):
 
     def __post_init__(self):
         super().__post_init__()
-        if not callable(self.operator_fn):
-            raise TypeError(
-                f"operator_fn must be callable as operator_fn(z, rng_key, batch_size, *args), "
-                f"got {self.operator_fn!r}"
-            )
+        validation.check_callable(
+            self.operator_fn, "operator_fn", signature="operator_fn(z, rng_key, batch_size, *args)"
+        )
         validation.check_positive(self.stepsize, "stepsize")
         validation.check_positive(self.residual_stepsize, "residual_stepsize")
-        if self.projection is not None and not callable(self.projection):
-            raise TypeError(f"projection must be callable or None, got {self.projection!r}")
-        if not callable(self.batch_schedule):
-            raise TypeError(
-                f"batch_schedule must be callable as batch_schedule(k) -> int, got "
-                f"{self.batch_schedule!r}"
-            )
-        if self.exact_operator_fn is not None and not callable(self.exact_operator_fn):
-            raise TypeError(
-                f"exact_operator_fn must be callable as exact_operator_fn(z, *args) or None, got "
-                f"{self.exact_operator_fn!r}"
-            )
+        validation.check_callable(self.projection, "projection", allow_none=True)
+        validation.check_callable(
+            self.batch_schedule, "batch_schedule", signature="batch_schedule(k) -> int"
+        )
+        validation.check_callable(
+            self.exact_operator_fn,
+            "exact_operator_fn",
+            signature="exact_operator_fn(z, *args)",
+            allow_none=True,
+        )
         if self.implicit_diff and self.exact_operator_fn is None:
             raise ValueError(
                 "implicit_diff=True differentiates the root of optimality_fun, which needs the "
@@ -592,7 +563,7 @@ class _StochasticVISolver(IterativeSolver):
         """Natural residual at the feasible point, or the stochastic step length over γ."""
         if self.exact_operator_fn is not None:
             return self._residual(feasible, args)
-        norm = tree_l2_norm(step)
+        norm = optax.tree.norm(step)
         return norm / jnp.asarray(self.stepsize, norm.dtype)
 
     def _check_inputs(self, init_params, rng_key, args):
@@ -644,7 +615,7 @@ class _StochasticVISolver(IterativeSolver):
         """One two-call step: ``z̄ = Π(z - γF̂(z))`` and ``ẑ`` (FBF or EG correction)."""
         key_first, key_second = jax.random.split(rng_key)
         estimate = self._oracle(params, key_first, batch_size, args)
-        feasible = self._project(_add_scaled(params, -self.stepsize, estimate))
+        feasible = self._project(add_scale(params, -self.stepsize, estimate))
         extrapolated = self._oracle(feasible, key_second, batch_size, args)
         corrected = self._correct(params, feasible, estimate, extrapolated, variant)
         return feasible, corrected
@@ -652,14 +623,14 @@ class _StochasticVISolver(IterativeSolver):
     def _correct(self, params, feasible, estimate, extrapolated, variant):
         if variant == "fbf":
             # Tseng: reuse the first estimate, so its noise cancels to first order.
-            return _add_scaled(feasible, -self.stepsize, _sub(extrapolated, estimate))
-        return self._project(_add_scaled(params, -self.stepsize, extrapolated))
+            return add_scale(feasible, -self.stepsize, optax.tree.sub(extrapolated, estimate))
+        return self._project(add_scale(params, -self.stepsize, extrapolated))
 
     def _finish(self, params, state, new_params, new_state, bad_batch):
         """The step's status; a step with an invalid (traced) batch size is not taken."""
         new_state = self._with_status(new_params, new_state)
         failed = state._replace(status=jnp.int32(SolverStatus.BAD_BATCH_SIZE))
-        select = lambda old, new: jax.tree.map(lambda o, n: jnp.where(bad_batch, o, n), old, new)
+        select = lambda old, new: optax.tree.where(bad_batch, old, new)
         return OptStep(select(params, new_params), select(failed, new_state))
 
     # -- jaxopt interface -------------------------------------------------------------------
@@ -671,8 +642,8 @@ class _StochasticVISolver(IterativeSolver):
                 f"{type(self).__name__}.optimality_fun needs the exact operator: pass "
                 f"exact_operator_fn=F(z, *args)"
             )
-        forward = _add_scaled(params, -self.stepsize, self.exact_operator_fn(params, *args))
-        return _sub(params, self._project(forward))
+        forward = add_scale(params, -self.stepsize, self.exact_operator_fn(params, *args))
+        return optax.tree.sub(params, self._project(forward))
 
 
 @dataclasses.dataclass(eq=False, kw_only=True)
@@ -726,8 +697,8 @@ class StochasticGradientDescentAscent(_StochasticVISolver):
         next_key, key = jax.random.split(state.rng_key)
         batch, bad_batch = _batch_size(self.batch_schedule, state.iter_num)
         estimate = self._oracle(params, key, batch, args)
-        new_params = self._project(_add_scaled(params, -self.stepsize, estimate))
-        error = self._error(new_params, _sub(new_params, params), args)
+        new_params = self._project(add_scale(params, -self.stepsize, estimate))
+        error = self._error(new_params, optax.tree.sub(new_params, params), args)
         new_state = VIState(
             iter_num=state.iter_num + 1,
             error=error.astype(state.error.dtype),
@@ -815,16 +786,15 @@ class StochasticExtragradient(_StochasticVISolver):
         validation.check_real(
             self.relaxation, "relaxation", minimum=0.0, maximum=1.0, include_minimum=False
         )
-        if self.variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
+        validation.check_choice(self.variant, "variant", _VARIANTS)
 
     def update(self, params, state: VIState, *args, rng_key=None) -> OptStep:
         del rng_key  # the state carries the key
         next_key, key = jax.random.split(state.rng_key)
         batch, bad_batch = _batch_size(self.batch_schedule, state.iter_num)
         feasible, corrected = self._forward_backward_forward(params, key, batch, args, self.variant)
-        step = _sub(corrected, params)
-        new_params = _add_scaled(params, self.relaxation, step)
+        step = optax.tree.sub(corrected, params)
+        new_params = add_scale(params, self.relaxation, step)
         new_state = VIState(
             iter_num=state.iter_num + 1,
             error=self._error(feasible, step, args).astype(state.error.dtype),
@@ -910,18 +880,15 @@ class HalpernExtragradient(_StochasticVISolver):
 
     def __post_init__(self):
         super().__post_init__()
-        if not callable(self.anchor_schedule):
-            raise TypeError(f"anchor_schedule must be callable, got {self.anchor_schedule!r}")
-        if self.estimator not in _ESTIMATORS:
-            raise ValueError(f"estimator must be one of {_ESTIMATORS}, got {self.estimator!r}")
-        if self.variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
+        validation.check_callable(self.anchor_schedule, "anchor_schedule")
+        validation.check_choice(self.estimator, "estimator", _ESTIMATORS)
+        validation.check_choice(self.variant, "variant", _VARIANTS)
         for name in ("restart_every", "recursive_batch_size"):
             validation.check_int(getattr(self, name), name, minimum=1, maximum=_MAX_BATCH)
 
     def init_state(self, init_params, *args, rng_key=None) -> HalpernState:
         base = super().init_state(init_params, *args, rng_key=rng_key)
-        zeros = jax.tree.map(jnp.zeros_like, init_params)
+        zeros = optax.tree.zeros_like(init_params)
         return HalpernState(
             **base._asdict(),
             previous_params=init_params,
@@ -942,14 +909,14 @@ class HalpernExtragradient(_StochasticVISolver):
         def increment(point, previous_point, previous_estimate, key):
             now = self._oracle(point, key, small, args)
             before = self._oracle(previous_point, key, small, args)  # same samples
-            return _add(_sub(now, before), previous_estimate)
+            return optax.tree.add(optax.tree.sub(now, before), previous_estimate)
 
         estimate = jax.lax.cond(
             restart,
             lambda: fresh(params, key_first),
             lambda: increment(params, state.previous_params, state.operator_estimate, key_first),
         )
-        feasible = self._project(_add_scaled(params, -self.stepsize, estimate))
+        feasible = self._project(add_scale(params, -self.stepsize, estimate))
         extrapolated = jax.lax.cond(
             restart,
             lambda: fresh(feasible, key_second),
@@ -971,7 +938,7 @@ class HalpernExtragradient(_StochasticVISolver):
         if self.estimator == "minibatch":
             key_first, key_second = jax.random.split(key)
             estimate = self._oracle(params, key_first, batch, args)
-            feasible = self._project(_add_scaled(params, -self.stepsize, estimate))
+            feasible = self._project(add_scale(params, -self.stepsize, estimate))
             extrapolated = self._oracle(feasible, key_second, batch, args)
             count = state.oracle_calls.add(batch, times=2)
         else:
@@ -980,10 +947,12 @@ class HalpernExtragradient(_StochasticVISolver):
             )
         corrected = self._correct(params, feasible, estimate, extrapolated, self.variant)
         beta = self.anchor_schedule(state.iter_num)
-        new_params = _convex_combination(beta, state.anchor, corrected)
+        new_params = convex_combination(beta, state.anchor, corrected)
         new_state = HalpernState(
             iter_num=state.iter_num + 1,
-            error=self._error(feasible, _sub(corrected, params), args).astype(state.error.dtype),
+            error=self._error(feasible, optax.tree.sub(corrected, params), args).astype(
+                state.error.dtype
+            ),
             oracle_calls=count,
             rng_key=next_key,
             anchor=state.anchor,
@@ -1065,10 +1034,7 @@ def run_to_checkpoints(
       A. Alacaoglu, D. Kim, Solving Stochastic Variational Inequalities without the Bounded
       Variance Assumption, ICML 2026 (arXiv 2602.05531).
     """
-    if not callable(build_solver):
-        raise TypeError(
-            f"build_solver must be callable as build_solver(lane), got {build_solver!r}"
-        )
+    validation.check_callable(build_solver, "build_solver", signature="build_solver(lane)")
     validation.check_bool(by_calls, "by_calls")
     if norm_cap != float("inf"):  # +inf: no cap
         validation.check_positive(norm_cap, "norm_cap")
@@ -1121,7 +1087,9 @@ def run_to_checkpoints(
                     if by_calls
                     else OracleCount(zero, state.iter_num.astype(jnp.uint32))
                 )
-                going = done.less_than(OracleCount(high, low)) & (tree_l2_norm(params) < norm_cap)
+                going = done.less_than(OracleCount(high, low)) & (
+                    optax.tree.norm(params) < norm_cap
+                )
                 # The solver's own maxiter/tol do not apply here: stop only on a failure.
                 going = going & (state.status < SolverStatus.NONFINITE)
                 if max_iterations is not None:
@@ -1134,7 +1102,7 @@ def run_to_checkpoints(
                 "residual": state.error,
                 "calls": state.oracle_calls,
                 "iterations": state.iter_num,
-                "norm": tree_l2_norm(params),
+                "norm": optax.tree.norm(params),
                 "status": state.status,
             }
             return carry, record

@@ -32,9 +32,14 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
+from jaxlab._src.training import scan_train
 from jaxlab._src.validation import (
     check_array,
+    check_bool,
+    check_callable,
+    check_choice,
     check_distribution,
+    check_indices,
     check_key,
     check_positive,
     check_positive_int,
@@ -104,6 +109,7 @@ def cvar_loss(losses: ArrayLike, *, level: ArrayLike, exact: bool = False) -> ja
     """
     losses = _losses(losses)
     check_real_array(level, "level", minimum=0.0, maximum=1.0, include_minimum=False)
+    exact = check_bool(exact, "exact")
     size = losses.shape[0]
     top = jnp.sort(losses)[::-1]
     rank = jnp.arange(size, dtype=losses.dtype)
@@ -222,15 +228,14 @@ def dro_loss(losses: ArrayLike, *, kind: str, level: ArrayLike) -> jax.Array:
     References:
       Wang et al., CreDRO, ICML 2026.
     """
+    check_choice(kind, "kind", DRO_KINDS)
     if kind == "cvar":
         return cvar_loss(losses, level=level)
     if kind == "cvar_exact":
         return cvar_loss(losses, level=level, exact=True)
     if kind == "kl":
         return tilted_loss(losses, temperature=level)
-    if kind == "chi2":
-        return chi2_dro_loss(losses, radius=level)
-    raise ValueError(f"kind must be one of {DRO_KINDS}, got {kind!r}")
+    return chi2_dro_loss(losses, radius=level)  # kind == "chi2", the last of DRO_KINDS
 
 
 def train_credal_ensemble(
@@ -285,11 +290,9 @@ def train_credal_ensemble(
     References:
       Wang et al., CreDRO, ICML 2026.
     """
-    if not callable(apply_fn):
-        raise TypeError(f"apply_fn must be a function (params, x) -> logits, got {apply_fn!r}")
+    check_callable(apply_fn, "apply_fn", signature="apply_fn(params, x) -> logits")
     check_key(rng_key)
-    if kind not in DRO_KINDS:
-        raise ValueError(f"kind must be one of {DRO_KINDS}, got {kind!r}")
+    check_choice(kind, "kind", DRO_KINDS)
     steps = check_positive_int(steps, "steps")
     batch_size = check_positive_int(batch_size, "batch_size")
     check_real_array(warmup_fraction, "warmup_fraction", minimum=0.0, maximum=1.0)
@@ -298,6 +301,12 @@ def train_credal_ensemble(
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"inputs {x.shape} and labels {y.shape} differ in the number of samples")
     levels = check_array(levels, "levels", kind="real", ndim=1)
+    if is_concrete(levels):
+        for i, level in enumerate(np.asarray(levels, np.float64).tolist()):
+            try:
+                dro_loss(jnp.zeros(1), kind=kind, level=level)
+            except ValueError as err:
+                raise ValueError(f"levels[{i}] = {level} is not a {kind!r} level: {err}") from None
     sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in jax.tree.leaves(init_params)}
     if sizes != {levels.shape[0]}:
         raise ValueError(
@@ -308,34 +317,42 @@ def train_credal_ensemble(
     if not isinstance(tx, optax.GradientTransformation):
         raise TypeError(f"optimizer must be an optax.GradientTransformation, got {optimizer!r}")
     warm_steps = jnp.asarray(warmup_fraction, jnp.float32) * steps
+    # One abstract call (no FLOPs) on the first member: logits (batch, classes), labels in range.
+    member = jax.tree.map(lambda leaf: leaf[0], init_params)
+    logits = jax.eval_shape(apply_fn, member, x[:1])
+    if len(getattr(logits, "shape", ())) != 2 or logits.shape[0] != 1:
+        raise ValueError(f"apply_fn must return logits of shape (batch, classes), got "
+                         f"{getattr(logits, 'shape', logits)} for a batch of 1")  # fmt: skip
+    check_indices(y, "labels", logits.shape[1], "the number of classes apply_fn returns")
 
     def objective(params, batch_x, batch_y, level, erm):
-        per_sample = optax.softmax_cross_entropy_with_integer_labels(apply_fn(params, batch_x),
-                                                                     batch_y)  # fmt: skip
+        logits = apply_fn(params, batch_x)
+        per_sample = optax.softmax_cross_entropy_with_integer_labels(logits, batch_y)
         return jnp.where(erm, jnp.mean(per_sample), dro_loss(per_sample, kind=kind, level=level))
 
-    def member_step(params, state, key, level, erm):
-        index = jax.random.randint(key, (batch_size,), 0, x.shape[0])
-        value, grads = jax.value_and_grad(objective)(params, x[index], y[index], level, erm)
-        updates, state = tx.update(grads, state, params)
-        return optax.apply_updates(params, updates), state, value
-
-    def body(carry, inputs_t):
-        params, state = carry
-        t, key = inputs_t
-        keys = jax.random.split(key, levels.shape[0])
-        erm = t < warm_steps
-        params, state, values = jax.vmap(member_step, in_axes=(0, 0, 0, 0, None))(
-            params, state, keys, levels, erm
-        )
-        return (params, state), values
-
-    state = jax.vmap(tx.init)(init_params)
+    # Member m's minibatch at step t comes from split(split(rng_key, steps)[t], M)[m], so each
+    # member trains on its own stream. One shared loop over the steps with the members stacked:
+    # each member's own optimizer state (the transform vmapped over the members, so a transform
+    # with a global statistic, e.g. clip_by_global_norm, sees one member) and its own gradient
+    # (the gradient of the sum of independent member objectives).
     step_keys = jax.random.split(rng_key, steps)
-    (params, _), values = jax.lax.scan(
-        body, (init_params, state), (jnp.arange(steps, dtype=jnp.float32), step_keys)
-    )
-    return params, values
+    member_keys = jax.vmap(lambda key: jax.random.split(key, levels.shape[0]))(step_keys)
+    times = jnp.arange(steps, dtype=jnp.float32)
+
+    def member_objective(params, key, level, erm):
+        index = jax.random.randint(key, (batch_size,), 0, x.shape[0])
+        return objective(params, x[index], y[index], level, erm)
+
+    def loss_fn(params, batch):
+        keys, t = batch
+        values = jax.vmap(member_objective, in_axes=(0, 0, 0, None))(
+            params, keys, levels, t < warm_steps
+        )
+        return jnp.sum(values), values
+
+    per_member = optax.GradientTransformation(jax.vmap(tx.init), jax.vmap(tx.update))
+    result = scan_train(loss_fn, init_params, per_member, (member_keys, times), steps, has_aux=True)
+    return result.params, result.aux
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,6 +373,11 @@ def _plogp(p: jax.Array) -> jax.Array:
     return jnp.where(p > 0, -p * jnp.log(safe), jnp.where(p == 0, 0.0, jnp.nan))
 
 
+def _check_base(base):
+    if check_positive(base, "base") == 1.0:
+        raise ValueError("base must be > 0 and != 1 (log base 1 is 0), got 1.0")
+
+
 def entropy(probs: ArrayLike, *, base: ArrayLike = 2.0) -> jax.Array:
     """Shannon entropy ``−Σ_c p_c log_base p_c`` over the last axis (``0 log 0 = 0``).
 
@@ -367,8 +389,10 @@ def entropy(probs: ArrayLike, *, base: ArrayLike = 2.0) -> jax.Array:
       >>> float(entropy(jnp.array([0.5, 0.25, 0.25])))
       1.5
     """
-    check_positive(base, "base")
+    _check_base(base)
     p = check_array(probs, "probs", kind="floating")
+    if p.ndim < 1:
+        raise ValueError(f"probs must have a class axis (the last), got shape {p.shape}")
     check_distribution(p, "probs")  # traced: a NaN or negative entry gives NaN
     return jnp.sum(_plogp(p), axis=-1) / jnp.log(jnp.asarray(base, p.dtype))
 
@@ -438,7 +462,7 @@ def upper_entropy(lower: ArrayLike, upper: ArrayLike, *, base: ArrayLike = 2.0) 
     References:
       Abellán & Moral (2003), maximum entropy on credal sets; Wang et al., CreDRO, ICML 2026.
     """
-    check_positive(base, "base")
+    _check_base(base)
     lower, upper = _check_box(lower, upper)
 
     def bisect(_, bounds):
@@ -471,7 +495,7 @@ def lower_entropy(lower: ArrayLike, upper: ArrayLike, *, base: ArrayLike = 2.0) 
     References:
       Wang et al., CreDRO, ICML 2026 (EU = H̄ − H̲).
     """
-    check_positive(base, "base")
+    _check_base(base)
     lower, upper = _check_box(lower, upper)
     classes = lower.shape[-1]
     if classes > MAX_ENUMERATION_CLASSES:
@@ -609,7 +633,11 @@ def accuracy_rejection_curve(
       >>> accuracy_rejection_curve([1, 0, 1, 1], [0.1, 0.9, 0.2, 0.3], [0.0, 0.25, 0.5])
       array([0.75, 1.  , 1.  ])
     """
+    if correct is None or np.asarray(correct).dtype != bool:
+        correct = check_array(correct, "correct", kind="real", host=True)
     hits = np.asarray(correct, dtype=float)
+    if hits.size and not np.all((hits == 0) | (hits == 1)):
+        raise ValueError("correct must hold booleans or 0/1 (the prediction was right)")
     s = np.asarray(check_array(scores, "scores", kind="real", ndim=1, host=True), float)
     rates = check_real_array(rejection_rates, "rejection_rates", minimum=0.0, maximum=1.0,
                              include_maximum=False)  # fmt: skip

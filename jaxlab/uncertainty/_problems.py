@@ -25,6 +25,7 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_int_sequence,
     check_key,
     check_last_axis,
     check_nonnegative,
@@ -223,7 +224,7 @@ def mlp_init(rng_key: jax.Array, sizes: Sequence[int]) -> list[dict[str, jax.Arr
       [(64, 128), (128, 5)]
     """
     check_key(rng_key)
-    sizes = [check_positive_int(s, "sizes") for s in sizes]
+    sizes = list(check_int_sequence(sizes, "sizes"))
     if len(sizes) < 2:
         raise ValueError(f"sizes must give at least (inputs, outputs), got {sizes}")
     keys = jax.random.split(rng_key, len(sizes) - 1)
@@ -273,6 +274,7 @@ def ensemble_init(rng_key: jax.Array, num_members: int, sizes: Sequence[int]) ->
     """
     num_members = check_positive_int(num_members, "num_members")
     check_key(rng_key)
+    sizes = check_int_sequence(sizes, "sizes")
     keys = jax.random.split(rng_key, num_members)
     return jax.vmap(lambda k: mlp_init(k, sizes))(keys)
 

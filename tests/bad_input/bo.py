@@ -278,6 +278,10 @@ probes(
     _P + "mixture_expected_improvement",
     raises("xi", lambda: B.mixture_expected_improvement(_pred(), 0.8, xi=NAN)),
 )
+probes(
+    _P + "mixture_log_expected_improvement",
+    raises("xi", lambda: B.mixture_log_expected_improvement(_pred(), 0.8, xi=NAN)),
+)
 probes(_P + "mixture_ucb", raises("beta", lambda: B.mixture_ucb(_pred(), beta=-1.0)))
 probes(
     _P + "expected_improvement",
@@ -348,6 +352,8 @@ probes(
     raises("variant", lambda: B.RamboConfig(variant="paper")),
     raises("kind", lambda: B.RamboConfig(schedule="cosine")),
     raises("max_clusters", lambda: B.RamboConfig(max_clusters=1)),
+    raises("split_merge_moves", lambda: B.RamboConfig(split_merge_moves=-1)),
+    raises("split_merge_proposal", lambda: B.RamboConfig(split_merge_proposal="gibbs")),
 )
 probes(
     _P + "AcquisitionConfig",
@@ -377,13 +383,6 @@ probes(
     raises("rng_key", lambda: B.bayes_opt(None, B.two_regime, _BOX)),
     raises("progress", lambda: B.bayes_opt(_key(), B.two_regime, _BOX, progress=5), TypeError),
     raises("gp_restarts", lambda: B.bayes_opt(_key(), B.two_regime, _BOX, gp_restarts=0)),
-    raises(
-        "acquisition.kind",
-        lambda: B.bayes_opt(
-            _key(), B.two_regime, _BOX, acquisition=B.AcquisitionConfig(kind="log_ei")
-        ),
-        description="log_ei with rambo",
-    ),
 )
 probes(
     _P + "bo_problem",
@@ -403,4 +402,163 @@ probes(
     raises("lengthscales", lambda: B.sample_two_gp_regimes(_key(), 10, lengthscales=(0.05, -0.5))),
     raises("noise_std", lambda: B.sample_two_gp_regimes(_key(), 10, noise_std=NAN)),
     raises("rng_key", lambda: B.sample_two_gp_regimes(None, 10)),
+)
+
+
+# Issue 44, second independent probe set: the findings it made, fixed at the entry checks.
+_SEEN = B.sweep_randomness(_key(), 3)  # drawn for 3 points, the data have 6
+_NS = dict(x=np.asarray(_X), y=np.asarray(_Y), assignments=np.zeros(6, int),
+           log_params=np.zeros((4, 3)), alpha=1.0, order=np.arange(6), uniforms=np.zeros(6),
+           prior_draws=np.zeros((6, 5, 3)))  # fmt: skip
+
+
+def _ns(**bad):
+    return B.numpy_gibbs_sweep(*{**_NS, **bad}.values())
+
+
+probes(
+    _P + "gp_log_marginal",
+    raises("params.noise_std", lambda: B.gp_log_marginal(_X, _Y, B.GPParams(1.0, 0.5, -0.1))),
+    raises("jitter", lambda: B.gp_log_marginal(_X, _Y, _GP, jitter=-1.0)),
+)
+probes(
+    _P + "gp_loo_predictive",
+    raises(
+        "params.lengthscale",
+        lambda: B.gp_loo_predictive(_X, _Y, B.GPParams(1.0, jnp.ones(3), 0.1)),
+    ),
+)
+probes(
+    _P + "rbf_kernel",
+    raises(
+        "lengthscale",
+        lambda: B.rbf_kernel(_X, _X, signal_std=1.0, lengthscale=jnp.ones(3)),
+        description="one per dimension",
+    ),
+)
+probes(
+    _P + "fit_gp",
+    raises("ard", lambda: B.fit_gp(_X, _Y, ard="no"), TypeError),
+    raises("clamp", lambda: B.fit_gp(_X, _Y, clamp=None), TypeError),
+    raises("log_prior", lambda: B.fit_gp(_X, _Y, log_prior=lambda p: jnp.ones(3)), ValueError),
+    raises("log_prior", lambda: B.fit_gp(_X, _Y, log_prior="botorch"), TypeError),
+)
+probes(
+    _P + "fit_sgp_botorch",
+    raises("jitter", lambda: B.fit_sgp_botorch(_key(), _X, _Y, jitter=-1e-3)),
+)
+probes(
+    _P + "sgp_botorch_log_posterior",
+    raises("mean", lambda: B.sgp_botorch_log_posterior(_X, _Y, _GP, mean=jnp.ones(3)), ValueError),
+)
+probes(
+    _P + "botorch_log_prior",
+    raises("params.signal_std", lambda: B.botorch_log_prior(B.GPParams(NAN, 0.5, 0.1), dim=1)),
+    raises(
+        "params.lengthscale", lambda: B.botorch_log_prior(B.GPParams(1.0, jnp.ones(3), 0.1), dim=2)
+    ),
+)
+probes(
+    _P + "rambo_init",
+    raises("x", lambda: B.rambo_init(_key(), _X.at[0, 0].set(NAN), _Y), ValueError, "NaN x"),
+    raises("alpha", lambda: B.rambo_init(_key(), _X, _Y, alpha=jnp.ones(2)), ValueError, "vector"),
+)
+probes(
+    _P + "rambo_sweep",
+    raises("rng_key_or_randomness", lambda: B.rambo_sweep(_SEEN, _state(), _X, _Y), ValueError),
+    raises("state", lambda: B.rambo_sweep(_key(), _state(), _X[:4], _Y[:4]), ValueError),
+    raises("jitter", lambda: B.rambo_sweep(_key(), _state(), _X, _Y, jitter=-1.0)),
+    raises(
+        "state.assignments",
+        lambda: B.rambo_sweep(
+            _key(), _state()._replace(assignments=jnp.full(6, 99, jnp.int32)), _X, _Y
+        ),
+        ValueError,
+    ),
+)
+probes(
+    _P + "rambo_split_merge",
+    raises(
+        "rng_key_or_randomness",
+        lambda: B.rambo_split_merge(B.split_merge_randomness(_key(), 3), _state(), _X, _Y),
+        ValueError,
+    ),
+)
+probes(_P + "rambo_log_prior", raises("log_params", lambda: B.rambo_log_prior(jnp.full(3, NAN))))
+probes(
+    _P + "split_merge_randomness",
+    raises("num_points", lambda: B.split_merge_randomness(_key(), 1), description="one point"),
+)
+probes(
+    _P + "numpy_gibbs_sweep",
+    raises("assignments", lambda: _ns(assignments=np.full(6, 7)), ValueError),
+    raises("order", lambda: _ns(order=np.zeros(6, int)), ValueError),
+    raises("uniforms", lambda: _ns(uniforms=np.full(6, 2.0)), ValueError),
+    raises("log_params", lambda: _ns(log_params=np.full((4, 3), NAN)), ValueError),
+    raises("prior_draws", lambda: _ns(prior_draws=np.zeros((6, 5, 2))), ValueError),
+)
+probes(
+    _P + "mixture_posterior",
+    raises("state", lambda: B.mixture_posterior(_state(), _X[:4], _Y[:4]), ValueError),
+    raises("jitter", lambda: B.mixture_posterior(_state(), _X, _Y, jitter=-1.0)),
+)
+probes(
+    _P + "mixture_predict",
+    raises(
+        "x_test",
+        lambda: B.mixture_predict(B.mixture_posterior(_state(), _X, _Y), jnp.array([[NAN]])),
+        ValueError,
+        "NaN",
+    ),
+)
+probes(
+    _P + "mixture_expected_improvement",
+    raises("prediction", lambda: B.mixture_expected_improvement((0.1, 0.2), 0.5), TypeError),
+)
+probes(_P + "mixture_ucb", raises("prediction", lambda: B.mixture_ucb({"mean": 1.0}), TypeError))
+probes(
+    _P + "mixture_moments",
+    raises("weights", lambda: B.mixture_moments(jnp.array([0.3, 0.3]), jnp.zeros(2), jnp.ones(2)),
+           ValueError, "sums to 0.6"),
+)  # fmt: skip
+probes(
+    _P + "spatial_gate",
+    raises(
+        "component_var", lambda: B.spatial_gate(jnp.array([1, 2]), 3, 2.0, jnp.ones(3)), ValueError
+    ),
+    raises(
+        "active",
+        lambda: B.spatial_gate(jnp.array([1, 2]), 3, 2.0, jnp.ones(2), jnp.ones(5, bool)),
+        ValueError,
+    ),
+)
+for _name in ("expected_improvement", "log_expected_improvement"):
+    probes(
+        _P + _name,
+        raises("std", lambda _n=_name: getattr(B, _n)(jnp.ones(3), jnp.ones(2), 0.8), ValueError),
+        raises("mean", lambda _n=_name: getattr(B, _n)("1.0", 0.5, 0.8), TypeError),
+    )
+probes(
+    _P + "upper_confidence_bound",
+    raises("std", lambda: B.upper_confidence_bound(jnp.ones(3), jnp.ones(2)), ValueError),
+)
+probes(
+    _P + "maximize_acquisition",
+    raises(
+        "acquisition",
+        lambda: B.maximize_acquisition(lambda z: z, _BOX, jnp.zeros((4, 2)), num_starts=1),
+        ValueError,
+        "returns a vector",
+    ),
+    raises(
+        "acquisition",
+        lambda: B.maximize_acquisition("ei", _BOX, jnp.zeros((4, 2)), num_starts=1),
+        TypeError,
+    ),
+)
+probes(
+    _P + "sample_two_gp_regimes",
+    raises(
+        "lengthscales", lambda: B.sample_two_gp_regimes(_key(), 10, lengthscales=(0.1, 0.2, 0.3))
+    ),
 )

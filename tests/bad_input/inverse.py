@@ -358,3 +358,38 @@ probes(
     raises("velocity_fn", lambda: I.flow_matching_loss(lambda p, x, t: t, None, _key(),
            jnp.ones((3, 2))), ValueError, "returns the wrong shape"),
 )  # fmt: skip
+
+
+# Issue 44, second independent probe set: the findings it made, fixed at the entry checks.
+probes(
+    _P + "GaussianMixtureFlow",
+    raises("t", lambda: I.three_mode_mixture().velocity(jnp.zeros(2), 1.5), ValueError, "t > 1"),
+)
+probes(
+    _P + "flow_matching_loss",
+    raises(
+        "velocity_fn",
+        lambda: I.flow_matching_loss(
+            _V, I.three_mode_mixture(), jax.random.key(0), jnp.zeros((3, 2))
+        ),
+        ValueError,
+        "a one-point velocity",
+    ),
+)
+probes(
+    _P + "train_flow_matching",
+    raises(
+        "data",
+        lambda: I.train_flow_matching(
+            I.VelocityMLP(2, (4,), rngs=nnx.Rngs(0)),
+            jnp.zeros((8, 3)),
+            steps=1,
+            batch_size=4,
+            learning_rate=1e-3,
+            rng_key=jax.random.key(0),
+        ),
+        ValueError,
+        "wrong width",
+    ),
+)
+probes(_P + "diffrax_adjoint", raises("num_steps", lambda: I.diffrax_adjoint("recursive", -1)))

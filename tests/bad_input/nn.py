@@ -162,6 +162,7 @@ probes(
     raises("num_features", lambda: nn.ConditionalMADE(-1, 4, rngs=_rngs())),
     raises("hidden", lambda: nn.ConditionalMADE(2, True, rngs=_rngs())),
     raises("embed_features", lambda: nn.ConditionalMADE(2, 4, 1.5, rngs=_rngs())),
+    raises("film", lambda: nn.ConditionalMADE(2, 4, 3, film="second", rngs=_rngs())),
     raises("v", lambda: _made()("abc")),
     raises(
         "embedding",
@@ -193,6 +194,7 @@ probes(
     "jaxlab.nn.InvertibleNet",
     raises("num_features", lambda: nn.InvertibleNet(0, rngs=_rngs())),
     raises("num_layers", lambda: nn.InvertibleNet(2, num_layers=0, rngs=_rngs())),
+    raises("film", lambda: nn.InvertibleNet(2, film=None, rngs=_rngs())),
     raises("bounds", lambda: nn.InvertibleNet(2, bounds=(NAN, 1.0), rngs=_rngs())),
     raises("bounds", lambda: nn.InvertibleNet(2, bounds=("a", 1.0), rngs=_rngs())),
     raises("bounds", lambda: nn.InvertibleNet(2, bounds=(0.0, jnp.ones(3)), rngs=_rngs())),
@@ -722,7 +724,7 @@ probes(
     raises("mode", lambda: nn.DisjunctiveLayer(_GAP_SET, mode="milp"), ValueError),
     raises("tol", lambda: nn.DisjunctiveLayer(_GAP_SET, tol=-1.0), ValueError),
     raises("maxiter", lambda: nn.DisjunctiveLayer(_GAP_SET, maxiter=0), ValueError),
-    raises("y", lambda: nn.DisjunctiveLayer(_GAP_SET)(jnp.zeros((2, 3))), ValueError),
+    raises("y_hat", lambda: nn.DisjunctiveLayer(_GAP_SET)(jnp.zeros((2, 3))), ValueError),
     raises("y", lambda: nn.DisjunctiveLayer(_GAP_SET)(jnp.zeros((2, 1), jnp.int32)), TypeError),
     raises(
         "x",

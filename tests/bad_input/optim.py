@@ -277,6 +277,7 @@ probes(
     "jaxlab.optim.harm_sgd",
     raises("learning_rate", lambda: optim.harm_sgd(-0.1, kernel_path=("w",)), ValueError),
     raises("momentum", lambda: optim.harm_sgd(0.1, momentum=_INF, kernel_path=("w",)), ValueError),
+    raises("momentum", lambda: optim.harm_sgd(0.1, momentum=1.5, kernel_path=("w",)), ValueError),
     raises("kernel_path", lambda: optim.harm_sgd(0.1, kernel_path=None), TypeError),
 )
 probes(
@@ -293,6 +294,12 @@ probes(
 probes(
     "jaxlab.optim.solve_harm_dual",
     raises("gram", lambda: optim.solve_harm_dual(jnp.eye(3), jnp.ones(2)), ValueError),
+    raises("gram", lambda: optim.solve_harm_dual(-jnp.eye(3), jnp.ones(3)), ValueError),
+    raises(
+        "gram",
+        lambda: optim.solve_harm_dual(jnp.array([[1.0, 2.0], [0.0, 1.0]]), jnp.ones(2)),
+        ValueError,
+    ),
     raises("linear", lambda: optim.solve_harm_dual(jnp.eye(2), jnp.ones((2, 2))), ValueError),
     raises("margin", lambda: optim.solve_harm_dual(jnp.eye(2), jnp.ones(2), margin=-0.5)),
     raises("ridge", lambda: optim.solve_harm_dual(jnp.eye(2), jnp.ones(2), ridge=-1.0)),
@@ -359,6 +366,17 @@ probes(
     raises(
         "per_sample_grads", lambda: optim.first_order_harm(jnp.ones(5), jnp.ones(5)), ValueError
     ),
+    raises(
+        "direction",
+        lambda: optim.first_order_harm(jnp.ones((2, 3)), jnp.array([_NAN, 0.0, 0.0])),
+        ValueError,
+    ),
+    raises(
+        "per_sample_grads",
+        lambda: optim.first_order_harm(jnp.ones((2, 3)).at[0, 0].set(_NAN), jnp.ones(3)),
+        ValueError,
+    ),
+    raises("tol", lambda: optim.first_order_harm(jnp.ones((2, 3)), jnp.ones(3), tol=-1.0)),
 )
 _MLP = [{"kernel": jnp.eye(2), "bias": jnp.zeros(2)}]
 probes(

@@ -239,7 +239,7 @@ probes(
     "jaxlab.optim.linear_one_step_matrix",
     raises("method", lambda: optim.linear_one_step_matrix("sgd", 1.0, 0.0, 0.1, 0.5)),
     raises("curvature", lambda: optim.linear_one_step_matrix("ef", -1.0, 0.0, 0.1, 0.5)),
-    raises("step_size", lambda: optim.linear_one_step_matrix("ef", 1.0, 0.0, _INF, 0.5)),
+    raises("learning_rate", lambda: optim.linear_one_step_matrix("ef", 1.0, 0.0, _INF, 0.5)),
     raises("alpha", lambda: optim.linear_one_step_matrix("ef", 1.0, 0.0, 0.1, None)),
 )
 
@@ -325,7 +325,10 @@ probes(
     "jaxlab.optim.rotation_instance_rates",
     raises("alpha", lambda: optim.rotation_instance_rates("ef", [[1.0]], [[0.0]], 0.1, "x")),
     raises("alpha", lambda: optim.rotation_instance_rates("ef", [[1.0]], [[0.0]], 0.1, 0.0)),
-    raises("step_size", lambda: optim.rotation_instance_rates("ef", [[1.0]], [[0.0]], -0.1, 0.5)),
+    raises(
+        "learning_rate",
+        lambda: optim.rotation_instance_rates("ef", [[1.0]], [[0.0]], -0.1, 0.5),
+    ),
     raises("curvature", lambda: optim.rotation_instance_rates("ef", [[_NAN]], [[0.0]], 0.1, 0.5)),
     raises("curvature", lambda: optim.rotation_instance_rates("ef", [1.0], [0.0], 0.1, 0.5)),
 )

@@ -72,9 +72,9 @@ probes(
 
 probes(
     _P + "mmfld",
-    raises("step_size", lambda: p.mmfld(_linear(), _box(), -1e-3, 0.1), ValueError),
+    raises("stepsize", lambda: p.mmfld(_linear(), _box(), -1e-3, 0.1), ValueError),
     raises("entropy_weight", lambda: p.mmfld(_linear(), _box(), 1e-3, "0.1"), TypeError),
-    raises("step_size", lambda: p.mmfld(_linear(), _box(), None, 0.1), TypeError),
+    raises("stepsize", lambda: p.mmfld(_linear(), _box(), None, 0.1), TypeError),
     raises("scheme", lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1, scheme="euler"), ValueError),
     raises("axis_name", lambda: p.mmfld(_linear(), _box(), 1e-3, 0.1, axis_name=3), TypeError),
     raises("mirror_map", lambda: p.mmfld(_linear(), "box", 1e-3, 0.1), TypeError),
@@ -156,7 +156,7 @@ probes(
 
 probes(
     _P + "mfld",
-    raises("step_size", lambda: p.mfld(_linear(), _NAN, 0.5), ValueError),
+    raises("stepsize", lambda: p.mfld(_linear(), _NAN, 0.5), ValueError),
     raises("entropy_weight", lambda: p.mfld(_linear(), 1e-2, True), TypeError),
     raises("entropy_queries", lambda: p.mfld(_linear(), 1e-2, 0.5, entropy_queries=-1)),
     raises(
@@ -167,7 +167,7 @@ probes(
     raises("positions", lambda: p.mfld(_linear(), 1e-2, 0.5).init("x"), TypeError),
     raises("positions", lambda: p.mfld(_linear(), 1e-2, 0.5).init(jnp.zeros(4)), ValueError),
     status(
-        "step_size",
+        "stepsize",
         _nonfinite_step,
         lambda info: int(info.nonfinite_count) == 3,
         "a traced NaN step size makes every particle NaN, counted",

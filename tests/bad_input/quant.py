@@ -241,3 +241,112 @@ class _Tiny:
                 return x * self.scale[...][None, :]
 
         return nnx.Linear(4, 3, rngs=nnx.Rngs(0)) if linear else Plain()
+
+
+# Issue 44, second independent probe set: the findings it made, fixed at the entry checks.
+_CAL = np.ones((5, 4), np.float32)
+_RTN3 = lambda name, w, h: quant.rtn(w, bits=3)  # noqa: E731
+
+
+def _int_weights(name, w, h):
+    out = quant.rtn(w, bits=3)
+    return out._replace(weight=out.weight.astype(jnp.int32))
+
+
+probes(
+    "jaxlab.quant.quantize",
+    raises(
+        "zero",
+        lambda: quant.quantize(W, SCALE, np.array([50.0, 0.0], np.float32), bits=3),
+        ValueError,
+        "outside the code range",
+    ),
+    raises("scale", lambda: quant.quantize(W, -SCALE, ZERO, bits=3), ValueError, "negative"),
+)
+probes(
+    "jaxlab.quant.quantize_uniform",
+    raises("scale", lambda: quant.quantize_uniform(W, 0 * SCALE, ZERO, bits=3), ValueError),
+    raises(
+        "scale", lambda: quant.quantize_uniform(W, NAN * SCALE, ZERO, bits=3), ValueError, "NaN"
+    ),
+)
+probes(
+    "jaxlab.quant.dequantize",
+    raises(
+        "scale",
+        lambda: quant.dequantize(np.ones((2, 4), np.uint8), np.array([NAN, 1.0], np.float32), ZERO),
+        ValueError,
+        "NaN",
+    ),
+    raises(
+        "scale",
+        lambda: quant.dequantize(np.ones((2, 4), np.uint8), -SCALE, ZERO),
+        ValueError,
+        "negative",
+    ),
+    raises(
+        "codes",
+        lambda: quant.dequantize(-np.ones((2, 4), np.int32), SCALE, ZERO),
+        ValueError,
+        "negative",
+    ),
+    raises("codes", lambda: quant.dequantize(np.ones(4, np.uint8), SCALE, ZERO), ValueError, "1-D"),
+)
+probes(
+    "jaxlab.quant.search_quant_params",
+    raises(
+        "metric",
+        lambda: quant.search_quant_params(W, np.full((4, 4), NAN), bits=3),
+        ValueError,
+        "NaN",
+    ),
+    raises(
+        "metric", lambda: quant.search_quant_params(W, -H, bits=3), ValueError, "negative diagonal"
+    ),
+)
+probes(
+    "jaxlab.quant.layer_output_error",
+    raises("h", lambda: quant.layer_output_error(W, 0 * W, -H), ValueError, "negative diagonal"),
+)
+probes(
+    "jaxlab.quant.quantize_model",
+    raises(
+        "calibration_inputs",
+        lambda: quant.quantize_model(_TinyNet(), np.full((5, 4), NAN, np.float32), _RTN3),
+        ValueError,
+        "NaN",
+    ),
+    raises(
+        "calibration_inputs",
+        lambda: quant.quantize_model(_TinyNet(), np.ones((0, 4), np.float32), _RTN3),
+        ValueError,
+        "empty",
+    ),
+    raises(
+        "calibration_inputs",
+        lambda: quant.quantize_model(_TinyNet(), np.ones((5, 7), np.float32), _RTN3),
+        ValueError,
+        "wrong width",
+    ),
+    raises(
+        "method",
+        lambda: quant.quantize_model(_TinyNet(), _CAL, _int_weights),
+        TypeError,
+        "int weights",
+    ),
+    raises(
+        "loss_fn",
+        lambda: quant.quantize_model(_TinyNet(), _CAL, _RTN3, loss_fn=lambda m: jnp.nan),
+        ValueError,
+        "NaN before quantizing",
+    ),
+    raises(
+        "loss_fn",
+        lambda: quant.quantize_model(_TinyNet(), _CAL, _RTN3, loss_fn=lambda m: jnp.ones(3)),
+        ValueError,
+        "vector",
+    ),
+    raises(
+        "progress", lambda: quant.quantize_model(_TinyNet(), _CAL, _RTN3, progress=5), TypeError
+    ),
+)

@@ -683,3 +683,47 @@ probes(
     raises("score_fn", lambda: R.pointwise_reward(_K44, lambda k, c, r: jnp.zeros(7),
            jnp.ones((2, 3))), ValueError, "a vector per response"),
 )  # fmt: skip
+
+
+# Issue 44, second independent probe set: the findings it made, fixed at the entry checks.
+probes(
+    "jaxlab.rl.grpo_policy_loss",
+    raises(
+        "token_mask",
+        lambda: R.grpo_policy_loss(
+            jnp.zeros((2, 3)), jnp.zeros((2, 3)), jnp.ones(2), jnp.full((2, 3), 0.5)
+        ),
+        ValueError,
+        "not 0/1",
+    ),
+)
+probes(
+    "jaxlab.rl.round_robin_reward",
+    raises(
+        "judge_fn",
+        lambda: R.round_robin_reward(
+            jax.random.key(0), lambda c, a, b: jnp.ones(5), jnp.ones((3, 2))
+        ),
+        ValueError,
+        "a vector per pair",
+    ),
+)
+probes(
+    "jaxlab.rl.single_pairwise_reward",
+    raises(
+        "judge_fn",
+        lambda: R.single_pairwise_reward(
+            jax.random.key(0), lambda c, a, b: jnp.ones(5), jnp.ones((3, 2))
+        ),
+        ValueError,
+        "a vector per pair",
+    ),
+)
+probes(
+    "jaxlab.rl.binary_benchmark_suite",
+    raises(
+        "trap_block",
+        lambda: R.binary_benchmark_suite(jax.random.key(0), 8, trap_block=3),
+        ValueError,
+    ),
+)

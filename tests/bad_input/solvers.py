@@ -705,6 +705,11 @@ probes(
     raises("lower", lambda: S.DenseQP().run(_QP_INIT, *_QP[:3], jnp.zeros(3), _QP[4])),
     raises("lower", lambda: S.DenseQP().init_state(_QP_INIT, *_QP[:3], jnp.full(2, 2.0), _QP[4])),
     raises("P", lambda: S.DenseQP().run(_QP_INIT, jnp.eye(3), *_QP[1:]), ValueError),
+    raises(
+        "P",
+        lambda: S.DenseQP().run(_QP_INIT, jnp.array([[1.0, 2.0], [0.0, 1.0]]), *_QP[1:]),
+        ValueError,
+    ),
     raises("A", lambda: S.DenseQP().run(_QP_INIT, *_QP[:2], jnp.zeros(2, int), *_QP[3:])),
     status(
         "infeasible bounds certified",
@@ -716,7 +721,7 @@ probes(
             jnp.array([1.0, -INF]),
             jnp.array([INF, 0.0]),
         ),
-        lambda out: int(out.state.status) == S.QP_PRIMAL_INFEASIBLE,
+        lambda out: int(out.state.status) == S.SolverStatus.PRIMAL_INFEASIBLE,
     ),
 )
 probes(
@@ -737,7 +742,7 @@ probes(
            ValueError, "crossed bounds through run"),
     status("lower", lambda: jax.jit(lambda lo, up: S.DenseQP().run(_QP_INIT, *_QP[:3], lo, up))(
                jnp.ones(2), -jnp.ones(2)),
-           lambda out: int(out.state.status) == S.QP_PRIMAL_INFEASIBLE,
+           lambda out: int(out.state.status) == S.SolverStatus.PRIMAL_INFEASIBLE,
            "traced crossed bounds reported infeasible"),
 )  # fmt: skip
 probes(

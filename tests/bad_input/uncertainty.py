@@ -205,3 +205,81 @@ probes(
     raises("params", lambda: unc.mlp_apply({"w": jnp.ones((4, 2))}, jnp.ones((3, 4))), TypeError,
            "a dict"),
 )  # fmt: skip
+
+
+# Issue 44, second independent probe set: the findings it made, fixed at the entry checks.
+def _apply(params, x):
+    return unc.mlp_apply(params, x)
+
+
+def _members():
+    return unc.ensemble_init(_KEY, 2, (4, 3))
+
+
+_X6 = jnp.ones((6, 4))
+probes(
+    "jaxlab.uncertainty.entropy",
+    raises("base", lambda: unc.entropy(jnp.array([0.5, 0.5]), base=1.0), ValueError, "base 1"),
+    raises("probs", lambda: unc.entropy(jnp.array(1.0)), ValueError, "no class axis"),
+)
+probes(
+    "jaxlab.uncertainty.cvar_loss",
+    raises("exact", lambda: unc.cvar_loss(_LOSSES, level=0.5, exact="yes"), TypeError),
+)
+probes(
+    "jaxlab.uncertainty.accuracy_rejection_curve",
+    raises(
+        "correct",
+        lambda: unc.accuracy_rejection_curve(jnp.array([0.3, 0.7]), jnp.array([0.1, 0.2]), [0.5]),
+        ValueError,
+        "not 0/1",
+    ),
+)
+probes("jaxlab.uncertainty.mlp_init", raises("sizes", lambda: unc.mlp_init(_KEY, 4), TypeError))
+probes(
+    "jaxlab.uncertainty.ensemble_init",
+    raises("sizes", lambda: unc.ensemble_init(_KEY, 2, None), TypeError),
+)
+probes(
+    "jaxlab.uncertainty.train_deep_ensemble",
+    raises(
+        "labels",
+        lambda: unc.train_deep_ensemble(
+            _apply, _members(), _X6, jnp.array([0, 1, 2, 5, 0, 1]), _KEY, steps=1, batch_size=2
+        ),
+        ValueError,
+        "class 5 of 3",
+    ),
+    raises(
+        "apply_fn",
+        lambda: unc.train_deep_ensemble(
+            lambda p, x: jnp.ones(x.shape[0]),
+            _members(),
+            _X6,
+            jnp.zeros(6, int),
+            _KEY,
+            steps=1,
+            batch_size=2,
+        ),
+        ValueError,
+        "1-D logits",
+    ),
+)
+probes(
+    "jaxlab.uncertainty.train_credal_ensemble",
+    raises(
+        "levels",
+        lambda: unc.train_credal_ensemble(
+            _apply,
+            _members(),
+            _X6,
+            jnp.zeros(6, int),
+            _KEY,
+            levels=jnp.array([0.5, 1.5]),
+            steps=1,
+            batch_size=2,
+        ),
+        ValueError,
+        "cvar level 1.5",
+    ),
+)

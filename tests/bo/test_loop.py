@@ -124,3 +124,30 @@ def test_bayes_opt_runs_and_is_reproducible(surrogate):
     if surrogate == "rambo":
         assert np.all(a.num_clusters >= 1)
     assert not np.array_equal(a.x, c.x)
+
+
+def test_rambo_accepts_log_ei_and_traces_the_mixture_log_ei_branch():
+    """``surrogate="rambo"`` with ``kind="log_ei"`` (the mixture log EI): the step traces to a
+    proposal of the box's dimension and its acquisition is the log of the mixture EI
+    (``tests/bo/test_rambo.py`` checks its values). Traced, not compiled: a compile of another
+    RAMBO step would cost the suite ~10 s."""
+    from jaxlab.bo._loop import _rambo_step
+
+    acq = dataclasses.replace(_ACQ, kind="log_ei")
+    n, d = 7, 2
+    with jax.enable_x64(True):
+        args = (
+            jax.random.key(0),
+            jnp.zeros((n, d)),
+            jnp.zeros(n),
+            jnp.arange(n) < 4,
+            jnp.array([[-1.0, 1.0]] * d),
+            jnp.zeros((acq.num_candidates, d)),
+            jnp.asarray(2.0),
+        )
+        x_next, clusters, nonfinite = jax.eval_shape(_rambo_step(_RAMBO, acq), *args)
+        problem = bo_problem("two_regime")  # no longer refused by bayes_opt's checks
+        run = bayes_opt(jax.random.key(0), problem.objective, problem.bounds, num_init=3,
+                        num_iters=0, rambo=_RAMBO, acquisition=acq)  # fmt: skip
+    assert x_next.shape == (d,) and x_next.dtype == jnp.float64 and clusters.shape == ()
+    assert nonfinite.shape == () and run.x.shape == (3, d)

@@ -22,6 +22,7 @@ from jaxlab.bo import (
     gp_predict,
     inverse_gamma_log_prob,
     mixture_expected_improvement,
+    mixture_log_expected_improvement,
     mixture_moments,
     mixture_posterior,
     mixture_predict,
@@ -206,6 +207,35 @@ def test_one_regime_mixture_equals_the_single_gp():
             expected_improvement(pred.mean, jnp.sqrt(pred.intra), best),
             rtol=1e-10,
         )
+
+
+def test_mixture_log_ei_is_the_log_of_mixture_ei_and_finite_where_it_underflows():
+    """Mixture log EI against ``log Σ w_k EI_k`` computed directly (float64) where that is
+    representable; in float32 far from every regime, where mixture EI underflows to 0, it is
+    finite and matches the float64 log of the mixture EI (one regime's weight 0 drops out)."""
+    weights = np.array([[0.6, 0.4, 0.0], [0.2, 0.8, 0.0]])
+    means = np.array([[1.0, -0.5, 3.0], [0.3, 0.9, 5.0]])
+    var = np.array([[0.04, 0.25, 0.1], [0.5, 0.01, 0.1]])
+
+    def pred(m, dtype):
+        cast = lambda a: jnp.asarray(a, dtype)  # noqa: E731
+        return MixturePrediction(None, None, None, cast(weights), cast(m), cast(var))
+
+    with jax.enable_x64(True):
+        direct = np.log(mixture_expected_improvement(pred(means, jnp.float64), 0.8, xi=0.1))
+        got = mixture_log_expected_improvement(pred(means, jnp.float64), 0.8, xi=0.1)
+        np.testing.assert_allclose(got, direct, rtol=1e-12)
+        far = means - 15.0  # γ between -30 and -150: EI ~ 1e-200 and below
+        reference = np.log(mixture_expected_improvement(pred(far, jnp.float64), 0.8, xi=0.1))
+    assert np.all(np.isfinite(reference))
+    assert np.all(mixture_expected_improvement(pred(far, jnp.float32), 0.8, xi=0.1) == 0)
+    tail = mixture_log_expected_improvement(pred(far, jnp.float32), 0.8, xi=0.1)
+    assert tail.dtype == jnp.float32
+    np.testing.assert_allclose(tail, reference, rtol=1e-5)
+    grad = jax.grad(lambda m: mixture_log_expected_improvement(pred(m, jnp.float32), 0.8)[0])(
+        jnp.asarray(far, jnp.float32)
+    )
+    assert np.all(np.isfinite(grad)) and float(grad[0, 2]) == 0.0 and float(grad[0, 1]) > 0
 
 
 def test_nonfinite_observation_under_jit_is_counted():
@@ -416,10 +446,12 @@ SPLIT_MERGE_MOVES = 5
 
 @pytest.mark.slow
 @pytest.mark.xfail(
-    strict=False,
-    reason="not yet seen to pass: with prior-drawn new-regime parameters the move ended at ARI "
-    "0.0 on this seed; the run with the fitted proposal (the default) did not finish on the "
-    "loaded machine (issue 38); remove this mark once it is seen to pass",
+    strict=True,
+    reason="the sampler does not reach the partition its model prefers: with the fitted "
+    "proposal (5 moves a sweep, 200 sweeps, key 104) it accepted 2 splits and 1 merge and ended "
+    "in 2 regimes at ARI 0.10 (issue 38, run at ead2f8e; 193 CPU s); with prior-drawn "
+    "parameters, ARI 0.0. The move is invariant (tested above) but its proposals rarely land "
+    "near the true halves of 60 points; more moves or sweeps were not tried in the session",
 )
 def test_split_merge_recovers_the_partition_the_model_prefers():
     with jax.enable_x64(True):

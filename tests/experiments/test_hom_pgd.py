@@ -14,7 +14,39 @@ FIGURES = {"star.png", "qcqp.png", "qcqp_multistart.png", "qcqp_speed.png"}
 
 
 def _status(passed: bool, resolved: bool) -> str:
-    return "pass" if passed else ("fail" if resolved else "unresolved")
+    """As ``jaxlab._src.experiments.check``: an unresolved part is unresolved whatever passed."""
+    return ("pass" if passed else "fail") if resolved else "unresolved"
+
+
+def _gate_status(interval, gate, authors_budget, falling=False) -> str:
+    """The split parts' rule, written again: the median decides, unresolved when the interval
+    contains the gate or when a miss may be the budget's (still falling, below the authors')."""
+    median, low, high = interval
+    passed = median <= gate
+    resolved = not (low <= gate < high)
+    if not passed and (falling or not authors_budget):
+        resolved = False
+    return _status(passed, resolved)
+
+
+@pytest.mark.parametrize(
+    "interval, authors_budget, falling, expected",
+    [
+        ((0.03, 0.02, 0.04), True, False, "pass"),
+        ((0.03, 0.01, 0.08), True, False, "unresolved"),  # the interval contains the gate
+        ((0.09, 0.07, 0.12), True, False, "fail"),
+        ((0.09, 0.07, 0.12), True, True, "unresolved"),  # coverage still falling
+        ((0.09, 0.07, 0.12), False, False, "unresolved"),  # below the authors' budget
+        ((0.03, 0.02, 0.04), False, False, "pass"),  # ... where a clear pass still counts
+    ],
+)
+def test_gate_rule(interval, authors_budget, falling, expected):
+    from jaxlab.experiments import hom_pgd
+
+    assert hom_pgd.UNDER_BUDGET_CAN_FAIL is False
+    passed, resolved = hom_pgd._gate(*interval, 0.05, authors_budget, falling)
+    assert _status(passed, resolved) == expected
+    assert _gate_status(interval, 0.05, authors_budget, falling) == expected
 
 
 def test_smoke_profile_end_to_end(tmp_path):
@@ -68,10 +100,10 @@ def test_smoke_profile_end_to_end(tmp_path):
     assert qcqp["coverage"][0] == pytest.approx(np.nanmedian(coverage))
     assert qcqp["optimizer"][0] == pytest.approx(np.nanmedian(optimizer))
     assert qcqp["half_budget_steps"] == qcqp["train_steps"] // 2
-    # Below the authors' budget a coverage miss is never a fail.
-    assert statuses[4] == _status(qcqp["coverage"][0] <= 0.05, qcqp["coverage"][0] <= 0.05)
-    low, high = qcqp["optimizer"][1:]
-    assert statuses[5] == _status(qcqp["optimizer"][0] <= 0.01, not low <= 0.01 < high)
+    # Below the authors' budget a miss of either part is never a fail.
+    assert statuses[4] == _gate_status(qcqp["coverage"], 0.05, False)
+    assert statuses[5] == _gate_status(qcqp["optimizer"], 0.01, False)
+    assert "fail" not in statuses[3:8]
     assert qcqp["inverse_error_max"] < 1e-3
     assert 0.0 <= qcqp["eps_inn"] <= 1.0
     assert qcqp["speedup_vs_exact_pgd"] == pytest.approx(
@@ -86,7 +118,8 @@ def test_smoke_profile_end_to_end(tmp_path):
     assert speed["methods"]["slsqp_multistart"]["values"] == pytest.approx(near_global.tolist())
     rows = speed["methods"]
     assert statuses[6] in ("pass", "unresolved")  # below the authors' budget: never a fail
-    assert statuses[6] == _status(speed["coverage"][0] <= 0.05, False)
+    assert statuses[6] == _gate_status(speed["coverage"], 0.05, False)
+    assert statuses[7] == _gate_status(speed["optimizer"], 0.01, False)
     qualified = [k for k, r in rows.items() if k != "hom_pgd" and r["median_gap"] <= 0.05]
     hom_time = rows["hom_pgd"]["time_per_instance_s"]
     faster = all(hom_time < rows[k]["time_per_instance_s"] for k in qualified)
@@ -113,10 +146,11 @@ def test_quick_profile_star_toy_feasibility_and_speed_pass(quick_result):
 
 @pytest.mark.slow
 @pytest.mark.xfail(
-    reason="measured at quick (commit 7861cbf, the authors' radial repair and full iteration "
-    "budget): (b) n=2 m=3 coverage 4.9% and optimizer 0.00% (pass), (c) n=10 m=10 coverage "
-    "2.8% and optimizer 0.00% (pass); n=10 m=100 after 500 of 10,000 training steps coverage "
-    "24.6% (unresolved), optimizer 12.7% (fail)",
+    reason="measured at quick (commit 5cd8139), judged by the split parts' rule (issue 41): "
+    "(b) n=2 m=3 coverage 4.9% [0.8%, 10.9%] (unresolved: the interval contains the 5% gate), "
+    "optimizer 0.00% (pass); (c) n=10 m=10 coverage 2.8% [2.2%, 3.2%] and optimizer 0.00% "
+    "(pass); n=10 m=100 after 100 of 10,000 steps coverage 41.1% and optimizer 3.1% "
+    "(unresolved, below the authors' budget); overall unresolved, not pass",
     strict=False,
 )
 def test_quick_profile_qcqp_gaps_pass(quick_result):

@@ -16,6 +16,7 @@ from jaxlab.experiments.rambo import (
     TIE_MARGIN,
     RamboExperimentConfig,
     note_level,
+    reported_intervals,
 )
 from tests.experiments._common import run_and_check
 
@@ -91,7 +92,9 @@ def test_configs():
     assert GATING_VARIANT == "reference"
     quick = RamboExperimentConfig.quick()
     assert quick.seeds >= 10 and RamboExperimentConfig.full().seeds >= 10
-    assert quick.botorch_sgp is None  # the hook the BoTorch-style single GP plugs into
+    # the BoTorch-style single GP is reported beside in quick and full, left out of smoke
+    assert quick.botorch_sgp == RamboExperimentConfig.full().botorch_sgp == "sgp_botorch"
+    assert RamboExperimentConfig.smoke().botorch_sgp is None
 
 
 @pytest.mark.slow
@@ -106,3 +109,21 @@ def test_quick(tmp_path):
             allow_unresolved=True,
         )  # fmt: skip
     )
+
+
+def test_reported_intervals_put_rambo_against_the_botorch_style_gp():
+    """The BoTorch-style arm (quick and full only) is reported by the same paired interval as
+    the gate, recomputed with SciPy from synthetic per-seed regrets; the gate is untouched."""
+    rng = np.random.default_rng(0)
+    arms = ["rambo-constant", "rambo-constant-textbook", "sgp", "random", "sgp-botorch"]
+    runs = {a: [{"regret": [r], "log10_final_regret": float(np.log10(r))}
+                for r in 10.0 ** rng.normal(-1.0, 0.5, 10)] for a in arms}  # fmt: skip
+    reported = reported_intervals({"levy-2d": {"runs": runs}}, arms)
+    assert set(reported) == {"rambo-constant-textbook", "sgp-botorch", "rambo_vs_sgp_botorch"}
+    got = reported["rambo_vs_sgp_botorch"]["levy-2d"]
+    mean, low, high = _interval(runs["rambo-constant"], runs["sgp-botorch"])
+    assert [got["mean"], got["low"], got["high"]] == pytest.approx([mean, low, high])
+    vs_gate = reported["sgp-botorch"]["levy-2d"]["vs_gating_rambo"]
+    mean, low, high = _interval(runs["sgp-botorch"], runs["rambo-constant"])
+    assert [vs_gate["mean"], vs_gate["low"], vs_gate["high"]] == pytest.approx([mean, low, high])
+    assert "rambo_vs_sgp_botorch" not in reported_intervals({"levy-2d": {"runs": runs}}, arms[:4])

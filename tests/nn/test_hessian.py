@@ -15,7 +15,6 @@ from jaxlab.nn import (
     activation_hessian_top_eigenvalue,
     adam_preconditioner,
     adam_sharpness_limit,
-    hessian,
     hvp,
     language_model_loss,
     preconditioned_top_eigenvalue,
@@ -152,8 +151,14 @@ def test_bad_input():
         hvp(loss, jnp.ones(2), jnp.ones(3))
 
 
-def test_public_submodule():
-    assert hessian.top_eigenvalue is top_eigenvalue and hessian.hvp is hvp
+def test_hessian_tools_are_exported_once_and_the_old_module_name_warns():
+    import jaxlab.nn
+
+    assert "hessian" not in jaxlab.nn.__all__
+    assert {"hvp", "top_eigenvalue"} <= set(jaxlab.nn.__all__)
+    with pytest.warns(DeprecationWarning, match="jaxlab.nn.hessian"):
+        module = jaxlab.nn.hessian
+    assert module.top_eigenvalue is top_eigenvalue and module.hvp is hvp
 
 
 def test_bad_tangents_and_losses_are_named():

@@ -93,8 +93,12 @@ def test_inverse_and_log_det_match_float32(seed, name):
     assert float(min_sign_squared) == 1.0  # the Jacobian is never singular
 
 
-def test_made_is_autoregressive_and_conditional():
-    made = _perturbed(ConditionalMADE(4, 12, embed_features=3, rngs=nnx.Rngs(0)), 0.3, seed=1)
+@pytest.mark.parametrize("film, modulated", [("both", 2), ("first", 1)])
+def test_made_is_autoregressive_and_conditional(film, modulated):
+    made = ConditionalMADE(4, 12, embed_features=3, film=film, rngs=nnx.Rngs(0))
+    # FiLM gives (scale, shift) for each modulated hidden layer (the authors': the first only).
+    assert made.film.kernel.shape == (3, 2 * modulated * 12)
+    made = _perturbed(made, 0.3, seed=1)
     graphdef, state = nnx.split(made)
     v = jax.random.normal(jax.random.key(2), (4,))
     e = jax.random.normal(jax.random.key(3), (3,))
@@ -360,9 +364,11 @@ def test_invertibility_error_is_the_round_trip_error():
     z = 3.0 * sample_latents(jax.random.key(0), 4, 2)
     condition = qcqp_condition(sample_qcqp(jax.random.key(1), 2, 3))
     err = invertibility_error(net, z, condition)
-    one_by_one = [
-        float(jnp.max(jnp.abs(net.inverse(net(zi, condition)[0], condition) - zi))) for zi in z
-    ]
+    # compiled once for the unbatched shape (eagerly, each call would compile the inverse's loop)
+    round_trip = nnx.jit(
+        lambda net, zi: jnp.max(jnp.abs(net.inverse(net(zi, condition)[0], condition) - zi))
+    )
+    one_by_one = [float(round_trip(net, zi)) for zi in z]
     assert err.shape == (4,) and float(err.max()) < 1e-4
     np.testing.assert_allclose(err, one_by_one, atol=1e-6)
     with pytest.raises(ValueError, match="latents"):

@@ -652,7 +652,9 @@ def test_vector_alias_and_helpers_reject_bad_values():
         optim.newton_schulz_msign(jnp.ones((2, 2)), coeffs=(1.0, float("inf"), 0.0))
     with pytest.raises(TypeError, match="^path must be a pytree key path"):
         optim.is_hidden_matrix("w", jnp.ones((2, 2)))
-    with pytest.raises(TypeError, match="^matrix_filter must be None or a function"):
+    with pytest.raises(
+        TypeError, match=r"^matrix_filter must be None or callable as matrix_filter\(path, leaf\)"
+    ):
         optim.deva_matrix_labels({"w": jnp.ones((2, 2))}, matrix_filter=3)
 
 

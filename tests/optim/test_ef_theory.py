@@ -213,7 +213,7 @@ def test_functions_jit(x64):
         (lambda: optim.linear_one_step_matrix("cgd", 1.0, 0.0, 0.1, 0.5), "method"),
         (lambda: optim.linear_one_step_matrix("ef", [1.0, 1.0], 0.0, 0.1, 0.5), "theta"),
         (lambda: optim.linear_one_step_matrix("ef", 0.0, 0.0, 0.1, 0.5), "curvature"),
-        (lambda: optim.linear_one_step_matrix("ef", 1.0, 0.0, -0.1, 0.5), "step_size"),
+        (lambda: optim.linear_one_step_matrix("ef", 1.0, 0.0, -0.1, 0.5), "learning_rate"),
         (
             lambda: optim.ef21_lyapunov(jnp.ones((2, 3)), jnp.ones((2, 3)), 0.5, smoothness=1.0),
             "both",

@@ -367,3 +367,16 @@ def test_problem_helpers_reject_bad_input_eagerly():
     with pytest.raises(ValueError, match="tolerance"):
         problem = optim.distributed_least_squares(jax.random.key(0), 2, rows=3, dim=2)
         optim.run_distributed(problem, optax.sgd, 0.1, tolerance=float("nan"), max_steps=5)
+
+
+def test_step_size_keyword_is_a_deprecated_alias_of_learning_rate():
+    """The theory functions took ``step_size=``; it still works, warns, and gives the same."""
+    lam, theta = jnp.array([[0.5, 1.0]]), jnp.array([[0.3, 1.2]])
+    expected = optim.rotation_instance_rates("ef", lam, theta, learning_rate=0.3, alpha=0.5)
+    with pytest.warns(DeprecationWarning, match="step_size= is deprecated, use learning_rate="):
+        old = optim.rotation_instance_rates("ef", lam, theta, step_size=0.3, alpha=0.5)
+    np.testing.assert_array_equal(old, expected)
+    matrix = optim.linear_one_step_matrix("ef21", 1.0, 0.2, learning_rate=0.3, alpha=0.5)
+    with pytest.warns(DeprecationWarning, match="step_size= is deprecated"):
+        again = optim.linear_one_step_matrix("ef21", 1.0, 0.2, step_size=0.3, alpha=0.5)
+    np.testing.assert_array_equal(again, matrix)

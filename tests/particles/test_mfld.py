@@ -223,12 +223,12 @@ def test_two_processes_match_one_device():
         (
             lambda f, b: particles.mmfld(f, particles.box_mirror_map(0.0, 1.0), 0.0, 0.1),
             ValueError,
-            "step_size must be finite and > 0, got 0.0",
+            "stepsize must be finite and > 0, got 0.0",
         ),
         (
             lambda f, b: particles.mmfld(f, particles.box_mirror_map(0.0, 1.0), -1e-3, 0.1),
             ValueError,
-            "step_size must be finite and > 0",
+            "stepsize must be finite and > 0",
         ),
         (
             lambda f, b: particles.mmfld(f, particles.box_mirror_map(0.0, 1.0), 1e-3, -0.1),
@@ -264,7 +264,7 @@ def test_kernel_checks_concrete_hyperparameters():
     kernel = particles.mmfld.build_kernel(particles.box_mirror_map(0.0, 1.0))
     functional = particles.linear_potential_functional(jnp.asarray([0.3]))
     state = particles.MFLDState(jnp.full((4, 1), 0.5))
-    with pytest.raises(ValueError, match="step_size must be finite and > 0"):
+    with pytest.raises(ValueError, match="stepsize must be finite and > 0"):
         kernel(jax.random.key(0), state, functional, 0.0, 0.1)
     with pytest.raises(ValueError, match="entropy_weight must be finite and > 0"):
         kernel(jax.random.key(0), state, functional, 1e-3, 0.0)
@@ -482,3 +482,26 @@ def test_positions_of_the_wrong_dimension_and_unbound_axis_raise():
         sharded.step(jax.random.key(0), algorithm.init(jnp.full((4, 2), 0.5)))
     with pytest.raises(TypeError, match="rng_key must be a JAX PRNG key"):
         algorithm.step(None, algorithm.init(jnp.full((4, 2), 0.5)))
+
+
+def test_step_size_keyword_is_a_deprecated_alias_of_stepsize():
+    """``step_size=`` (the old public name) still works, warns, and gives the same step."""
+    mirror_map = particles.box_mirror_map(0.0, 1.0)
+    functional = particles.linear_potential_functional(jnp.asarray([0.3]))
+    state = particles.MFLDState(jnp.full((4, 1), 0.5))
+    key = jax.random.key(0)
+    kernel = particles.mmfld.build_kernel(mirror_map)
+    expected, _ = kernel(key, state, functional, stepsize=1e-3, entropy_weight=0.1)
+    with pytest.warns(DeprecationWarning, match="step_size= is deprecated, use stepsize="):
+        old, _ = kernel(key, state, functional, step_size=1e-3, entropy_weight=0.1)
+    np.testing.assert_array_equal(old.positions, expected.positions)
+    for factory, args in (
+        (particles.mmfld, (functional, mirror_map)),
+        (particles.mfld, (functional,)),
+    ):
+        new = factory(*args, stepsize=1e-3, entropy_weight=0.1).step(key, state)[0]
+        with pytest.warns(DeprecationWarning, match="step_size= is deprecated"):
+            algorithm = factory(*args, step_size=1e-3, entropy_weight=0.1)
+        np.testing.assert_array_equal(algorithm.step(key, state)[0].positions, new.positions)
+    with pytest.raises(TypeError, match="both stepsize= and its deprecated name step_size="):
+        kernel(key, state, functional, stepsize=1e-3, step_size=1e-3, entropy_weight=0.1)

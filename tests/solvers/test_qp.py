@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from jaxlab.solvers import QP_PRIMAL_INFEASIBLE, DenseQP, QPSolution, SolverStatus
+import jaxlab.solvers
+from jaxlab.solvers import DenseQP, QPSolution, SolverStatus
 
 
 def _problem():
@@ -69,7 +70,63 @@ def test_infeasible_problem_is_certified():
         jnp.array([1.0, -jnp.inf]),
         jnp.array([jnp.inf, 0.0]),
     )
-    assert int(out.state.status) == QP_PRIMAL_INFEASIBLE
+    assert int(out.state.status) == SolverStatus.PRIMAL_INFEASIBLE
+
+
+# OSQP's own dual infeasibility instances (osqp/tests: dual_infeasibility), as jaxopt's OSQP tests
+# do: an LP unbounded along v₂ ≥ 0, and a QP whose P is singular along the unbounded direction.
+_DUAL_INFEASIBLE = {
+    "lp": (
+        jnp.zeros((2, 2)),
+        jnp.array([2.0, -1.0]),
+        jnp.eye(2),
+        jnp.zeros(2),
+        jnp.full(2, jnp.inf),
+    ),
+    "qp": (
+        jnp.diag(jnp.array([4.0, 0.0])),
+        jnp.array([0.0, 2.0]),
+        jnp.array([[1.0, 1.0], [-1.0, 1.0]]),
+        jnp.full(2, -jnp.inf),
+        jnp.array([2.0, 3.0]),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_DUAL_INFEASIBLE))
+def test_unbounded_problem_is_certified_dual_infeasible(name):
+    data = P, q, A, lower, upper = _DUAL_INFEASIBLE[name]
+    out = DenseQP(maxiter=2000).run(QPSolution(jnp.zeros(2), jnp.zeros(2)), *data)
+    assert int(out.state.status) == SolverStatus.DUAL_INFEASIBLE, int(out.state.iter_num)
+    assert int(out.state.iter_num) < 2000  # stopped by the certificate, not by maxiter
+    # An independent check of the certificate: the last step (from the iterate one update
+    # earlier) is a feasible descent direction along which the objective is linear.
+    init, steps = QPSolution(jnp.zeros(2), jnp.zeros(2)), int(out.state.iter_num)
+    before = init if steps == 1 else DenseQP(maxiter=steps - 1).run(init, *data).params
+    direction = np.asarray(out.params.primal - before.primal, np.float64)
+    direction /= np.max(np.abs(direction))
+    assert float(q @ direction) < -0.1
+    np.testing.assert_allclose(np.asarray(P) @ direction, 0.0, atol=1e-4)
+    ad = np.asarray(A) @ direction
+    assert np.all(ad[np.isfinite(np.asarray(upper))] <= 1e-4)
+    assert np.all(ad[np.isfinite(np.asarray(lower))] >= -1e-4)
+
+
+def test_bounded_lp_is_not_reported_dual_infeasible():
+    # The same LP with an upper bound on v₂: bounded, optimum (0, 1); P = 0 so only the cone
+    # test can reject the descent steps ADMM takes on the way.
+    P, q, A, lower, _ = _DUAL_INFEASIBLE["lp"]
+    out = DenseQP(tol=1e-6, maxiter=4000).run(
+        QPSolution(jnp.zeros(2), jnp.zeros(2)), P, q, A, lower, jnp.array([jnp.inf, 1.0])
+    )
+    assert int(out.state.status) == SolverStatus.CONVERGED
+    np.testing.assert_allclose(out.params.primal, [0.0, 1.0], atol=1e-4)
+
+
+def test_qp_primal_infeasible_is_a_deprecated_alias():
+    with pytest.warns(DeprecationWarning, match="SolverStatus.PRIMAL_INFEASIBLE"):
+        value = jaxlab.solvers.QP_PRIMAL_INFEASIBLE
+    assert value == SolverStatus.PRIMAL_INFEASIBLE == 5
 
 
 def test_implicit_gradient_matches_central_differences():

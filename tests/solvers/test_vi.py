@@ -16,11 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from optax.projections import projection_box
-from optax.tree import norm as tree_l2_norm  # an independent implementation
 
 from jaxlab import solvers as vi
 
 pytestmark = pytest.mark.usefixtures("x64")
+
+
+def tree_l2_norm(tree) -> float:
+    """The Euclidean norm of a pytree in NumPy float64 (independent of the solvers' optax.tree)."""
+    return float(
+        np.sqrt(sum(np.sum(np.asarray(x, np.float64) ** 2) for x in jax.tree.leaves(tree)))
+    )
 
 
 def _run_seeds(solver, init_params, seeds, *args):

@@ -27,6 +27,8 @@ from jax.typing import ArrayLike
 from jaxlab._src.validation import (
     check_array,
     check_bool,
+    check_callable,
+    check_choice,
     check_floating_tree,
     check_in_range,
     check_indices,
@@ -85,8 +87,7 @@ def hvp(loss_fn: Callable[[Any], jax.Array], params: Any, v: Any) -> Any:
     References:
       Pearlmutter, "Fast exact multiplication by the Hessian", Neural Computation 1994.
     """
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    check_callable(loss_fn, "loss_fn")
     p_leaves, p_tree = jax.tree.flatten(params)
     v_leaves, v_tree = jax.tree_util.tree_flatten_with_path(v)
     if p_tree != jax.tree.structure(v):
@@ -118,8 +119,7 @@ def _check_loss_fn(loss_fn: Any, params: Any) -> None:
     The output is checked with ``jax.eval_shape`` (a trace, no compilation), so a vector loss
     fails here, naming ``loss_fn``, instead of inside ``jax.grad``.
     """
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    check_callable(loss_fn, "loss_fn")
     check_floating_tree(params, "params")
     if not jax.tree.leaves(params):
         raise ValueError(f"params must hold at least one floating array, got {params!r}")
@@ -140,8 +140,7 @@ def _check_loss_fn(loss_fn: Any, params: Any) -> None:
 
 def _check_args(num_iters: Any, method: str, rng_key: Any) -> int:
     num_iters = check_positive_int(num_iters, "num_iters")
-    if not isinstance(method, str) or method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    check_choice(method, "method", _METHODS)
     check_key(rng_key)
     return num_iters
 
@@ -295,8 +294,7 @@ def activation_hessian_top_eigenvalue(
         raise ValueError(
             f"activation must have a feature axis and entries, got shape {activation.shape}"
         )
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    check_callable(loss_fn, "loss_fn")
     scale = activation.size // activation.shape[-1] if per_token else 1
 
     def scaled(a):

@@ -21,7 +21,15 @@ with ``r_p = ‖A v - z‖∞`` and ``r_d = ‖P v + q + Aᵀ w‖∞``: OSQP's 
 ``eps_abs = eps_rel = tol`` (absolute near zero, relative for large data and duals, which
 float32 cannot resolve below ``eps·‖Aᵀw‖``). A primal infeasibility certificate
 ``δw = w⁺ - w`` with ``‖Aᵀ δw‖∞ ≤ ε‖δw‖∞`` and ``upperᵀ δw₊ + lowerᵀ δw₋ < -ε‖δw‖∞`` stops the
-run with status :data:`QP_PRIMAL_INFEASIBLE` (a failure code ``> SolverStatus.NONFINITE``).
+run with status ``SolverStatus.PRIMAL_INFEASIBLE``; a dual infeasibility (unboundedness)
+certificate ``δv = v⁺ - v`` with ``‖P δv‖∞ ≤ ε‖δv‖∞``, ``qᵀ δv < -ε‖δv‖∞`` and ``A δv`` in the
+recession cone of the bounds to ``ε‖δv‖∞`` (``≤`` on rows with a finite upper bound, ``≥`` on
+rows with a finite lower one) stops it with ``SolverStatus.DUAL_INFEASIBLE`` (OSQP's tests; both
+are failure codes ``> SolverStatus.NONFINITE``, the primal one wins when both hold).
+
+The module lives in ``jaxlab._src`` (re-exported by :mod:`jaxlab.solvers`) so that
+:mod:`jaxlab.nn`'s projection layers use it without importing :mod:`jaxlab.solvers`, which
+imports :mod:`jaxlab.nn` (Hom-PGD's invertible networks).
 
 **Polishing** (:meth:`DenseQP.polish`): the active set is guessed from the ADMM iterate (OSQP's
 rule, ``upper - Av < w`` or ``Av - lower < -w``, equality rows always) and the equality-constrained
@@ -55,13 +63,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from jax.flatten_util import ravel_pytree
 
 from jaxlab._src import validation
-from jaxlab._src.solver import QP_PRIMAL_INFEASIBLE, IterativeSolver, OptStep, SolverStatus
+from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus
 
 __all__ = [
-    "QP_PRIMAL_INFEASIBLE",
     "DenseQP",
     "QPSolution",
     "QPState",
@@ -93,7 +101,7 @@ class QPState(NamedTuple):
     Attributes:
       iter_num: ADMM iterations done (int32).
       error: the scaled residual of the stopping test (module docstring).
-      status: a ``SolverStatus`` code, or :data:`QP_PRIMAL_INFEASIBLE`.
+      status: a ``SolverStatus`` code (``PRIMAL_INFEASIBLE`` and ``DUAL_INFEASIBLE`` included).
       z: the ADMM copy of ``A v`` projected onto the bounds (m,).
       primal_residual: ``‖A v - z‖∞``.
       dual_residual: ``‖P v + q + Aᵀ w‖∞``.
@@ -134,10 +142,7 @@ def qp_kkt_tangent_solve(linear_fn, rhs):
       >>> [round(v, 4) for v in x.tolist()]
       [1.0, 1.0]
     """
-    if not callable(linear_fn):
-        raise TypeError(
-            f"linear_fn must be callable as linear_fn(x) -> like rhs, got {linear_fn!r}"
-        )
+    validation.check_callable(linear_fn, "linear_fn", signature="linear_fn(x) -> like rhs")
     flat_rhs, unravel = ravel_pytree(rhs)
 
     def flat_fn(v):
@@ -191,10 +196,7 @@ def qp_kkt_regularized_solve(linear_fn, rhs):
       >>> round(float(qp_kkt_regularized_solve(kkt, rhs).primal[0]), 4)
       2.0
     """
-    if not callable(linear_fn):
-        raise TypeError(
-            f"linear_fn must be callable as linear_fn(x) -> like rhs, got {linear_fn!r}"
-        )
+    validation.check_callable(linear_fn, "linear_fn", signature="linear_fn(x) -> like rhs")
     if not isinstance(rhs, QPSolution):
         raise TypeError(f"rhs must be a QPSolution(primal, dual), got {type(rhs).__name__}")
     flat_rhs, unravel = ravel_pytree(rhs)
@@ -219,6 +221,9 @@ def _check_problem(P, q, A, lower, upper):
     n = q.shape[0]
     if P.shape != (n, n):
         raise ValueError(f"P must have shape (n, n) = ({n}, {n}) to match q, got {P.shape}")
+    # The objective is ½xᵀPx: a non-symmetric P was solved as its symmetric part without a word
+    # (issue 44's second probe set); concrete values only, on the host.
+    validation.check_symmetric(P, "P")
     if A.shape[1] != n:
         raise ValueError(f"A must have shape (m, n) with n = {n} columns, got {A.shape}")
     m = A.shape[0]
@@ -257,7 +262,7 @@ class DenseQP(IterativeSolver):
       sigma: proximal weight ``σ > 0`` (keeps the linear system definite for a singular ``P``).
       relaxation: ``α ∈ (0, 2)``.
       equality_rho_scale: ``ρ`` multiplier of equality rows (OSQP: 1e3).
-      infeasibility_tol: ``ε`` of the primal infeasibility certificate.
+      infeasibility_tol: ``ε`` of the primal and dual infeasibility certificates.
       active_tol: slack under which a row counts as active in the implicit derivative and
         polishing (None: ``10·tol``).
       maxiter, tol, implicit_diff, implicit_diff_solve, unroll, jit: as in the solver base
@@ -360,7 +365,7 @@ class DenseQP(IterativeSolver):
         """Runs the solver; concrete problem data are checked first, outside the jitted loop.
 
         Inside ``jit`` the data are traced and crossed bounds (``lower > upper``) are reported
-        by the status ``QP_PRIMAL_INFEASIBLE`` after the first update.
+        by the status ``SolverStatus.PRIMAL_INFEASIBLE`` after the first update.
         """
         bound = inspect.signature(self.init_state).bind(init_params, *args, **kwargs)
         problem = {k: v for k, v in bound.arguments.items() if k != "init_params"}
@@ -398,8 +403,13 @@ class DenseQP(IterativeSolver):
         primal, dual, error = self._residuals(v_new, w_new, z_new, P, q, A)
         # Crossed bounds (lower > upper, only seen here when traced) make the set empty.
         infeasible = self._certificate(w_new - w, A, lower, upper) | jnp.any(lower > upper)
+        unbounded = self._dual_certificate(v_new - v, P, q, A, lower, upper)
         status = jnp.where(
-            infeasible, jnp.int32(QP_PRIMAL_INFEASIBLE), jnp.int32(SolverStatus.RUNNING)
+            infeasible,
+            jnp.int32(SolverStatus.PRIMAL_INFEASIBLE),
+            jnp.where(
+                unbounded, jnp.int32(SolverStatus.DUAL_INFEASIBLE), jnp.int32(SolverStatus.RUNNING)
+            ),
         )
         new_state = QPState(
             iter_num=state.iter_num + 1,
@@ -425,6 +435,22 @@ class DenseQP(IterativeSolver):
         lower_term = jnp.where(negative < 0, lower * negative, 0.0)
         support = jnp.sum(upper_term) + jnp.sum(lower_term)
         return (size > 0) & (_inf_norm(A.T @ delta) <= eps * size) & (support < -eps * size)
+
+    def _dual_certificate(self, delta, P, q, A, lower, upper):
+        """OSQP's dual infeasibility test on the primal step ``δv``: a direction of unbounded
+        descent (``P δv ≈ 0``, ``qᵀ δv < 0``) that stays feasible (``A δv`` in the bounds'
+        recession cone), all relative to ``‖δv‖∞``."""
+        eps = jnp.asarray(self.infeasibility_tol, delta.dtype)
+        size = _inf_norm(delta)
+        slack = eps * size
+        step = A @ delta
+        # A row may move up only without an upper bound, down only without a lower one.
+        in_cone = jnp.all(
+            jnp.where(jnp.isfinite(upper), step <= slack, True)
+            & jnp.where(jnp.isfinite(lower), step >= -slack, True)
+        )
+        descent = q @ delta < -slack
+        return (size > 0) & (_inf_norm(P @ delta) <= slack) & descent & in_cone
 
     def optimality_fun(self, params, P, q, A, lower, upper):
         """The KKT residual: ``(P v + q + Aᵀw, A v - clip(A v + w, lower, upper))``, zero exactly
@@ -571,7 +597,7 @@ class DenseQP(IterativeSolver):
             over, under = av - upper > feasibility_tol, lower - av > feasibility_tol
             feasible = ~jnp.any(over | under)
             good = ~kept & jnp.isfinite(value) & feasible & (value <= ceiling)
-            best = jax.tree.map(lambda a, b: jnp.where(good, a, b), candidate, best)
+            best = optax.tree.where(good, candidate, best)
             bound = jnp.where(over, upper, jnp.where(under, lower, bound))
             return best, kept | good, active | over | under, bound
 
