@@ -1,4 +1,9 @@
-"""The ``jaxlab`` command: ``list``, ``run NAME`` and ``reproduce``.
+"""The ``jaxlab`` command: ``list``, ``run NAME``, ``reproduce`` and ``plan``.
+
+A ``full`` profile runs in parts that each fit one accelerator call: ``run NAME --profile full
+--part P`` runs one part (under ``results/NAME/parts/P/``), ``reproduce --profile full --resume``
+runs the parts not yet on disk, and ``plan --profile full [NAME ...]`` prints every part with its
+estimated time on the CPU and on the device, and the totals.
 
 Exit status: 0 when every experiment ran (a ``fail`` verdict is an honest result, not a crash),
 1 when any experiment raised or ran past its wall limit (status ``error``), 2 for bad input
@@ -79,6 +84,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", choices=PROFILES, default="quick")
     run.add_argument("--seed", type=_seed, default=0)
     run.add_argument("--out", default="results", help="output folder (default: results)")
+    run.add_argument(
+        "--part",
+        default=None,
+        help="run one part of the full profile (`jaxlab plan` lists them); the verdict is "
+        "merged when every part is in",
+    )
     _add_timeout(run)
 
     rep = sub.add_parser("reproduce", help="run experiments (default: all) and write REPORT.md")
@@ -90,6 +101,13 @@ def _parser() -> argparse.ArgumentParser:
         "--resume", action="store_true", help="keep results that match the profile and code"
     )
     _add_timeout(rep)
+
+    plan = sub.add_parser(
+        "plan", help="print the full profile's parts with their estimated CPU and device times"
+    )
+    plan.add_argument("names", nargs="*")
+    plan.add_argument("--profile", choices=("full",), default="full")
+    plan.add_argument("--out", default=None, help="mark the parts already stored under this folder")
     return parser
 
 
@@ -97,7 +115,7 @@ def _summary_table(records, console) -> None:
     from rich.table import Table
 
     table = Table(title="jaxlab results")
-    for col in ("experiment", "profile", "verdict", "time (s)", "reason"):
+    for col in ("experiment", "profile", "verdict", "time (s)", "CPU (s)", "reason"):
         table.add_column(col)
     colours = {"pass": "green", "unresolved": "cyan", "fail": "yellow", "error": "red"}
     for rec in records:
@@ -106,7 +124,8 @@ def _summary_table(records, console) -> None:
             rec["name"],
             rec["profile"],
             f"[{colours.get(status, 'white')}]{status}[/]",
-            f"{rec.get('wall_time_s', 0.0):.1f}",
+            f"{rec.get('wall_time_s') or 0.0:.1f}",
+            f"{rec.get('cpu_time_s') or 0.0:.1f}",
             rec["verdict"]["reason"],
         )
     console.print(table)
@@ -168,6 +187,19 @@ def _main(args: argparse.Namespace) -> int:
         if name not in registry.names():
             err.print(f"jaxlab: error: {registry.unknown_name_message(name)}")
             return 2
+    if args.command == "plan":
+        return _plan(registry, requested or registry.names(), args.out, console)
+    if args.command == "run" and args.part is not None:
+        known = [p.name for p in registry.parts(args.name)]
+        problem = None
+        if args.profile != "full":
+            problem = f"--part needs --profile full (parts divide it), got {args.profile}"
+        elif args.part not in known:
+            choices = ", ".join(known) or "none: its full profile runs in one piece"
+            problem = f"part must be one of {args.name}'s parts ({choices}), got {args.part!r}"
+        if problem:
+            err.print(f"jaxlab: error: {problem}")
+            return 2
     try:
         check_output_dir(args.out)
     except OSError as e:
@@ -179,7 +211,12 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "run":
         records = [
             registry.run_experiment(
-                args.name, profile=args.profile, seed=args.seed, out_dir=args.out, timeout=timeout
+                args.name,
+                profile=args.profile,
+                seed=args.seed,
+                out_dir=args.out,
+                timeout=timeout,
+                part=args.part,
             )
         ]
     else:
@@ -196,6 +233,60 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "reproduce":
         console.print(f"report: {args.out}/REPORT.md")
     return 1 if any(r["verdict"]["status"] == "error" for r in records) else 0
+
+
+def _plan(registry, names: list[str], out: str | None, console) -> int:
+    """Prints every part of the selected full profiles with its estimates, and the totals."""
+    from rich.table import Table
+
+    from jaxlab._src.runner import part_status
+
+    limit = registry.DEVICE_PART_LIMIT_S
+    table = Table(title="jaxlab plan: the full profile in parts (estimated seconds)")
+    for col in ("experiment", "part", "covers", "CPU (s)", "device (s)", "fits", "stored"):
+        table.add_column(col)
+    cpu_total = device_total = 0.0
+    todo_device = 0.0
+    over = []
+    for name in names:
+        experiment = registry.get(name)
+        declared = experiment.full_parts()
+        if not declared:
+            table.add_row(name, "(one piece)", "no parts declared", "–", "–", "?", "")
+            continue
+        stored = dict((p.name, r) for p, r in part_status(experiment, out)) if out else {}
+        for i, part in enumerate(declared):
+            fits = part.device_s <= limit
+            if not fits:
+                over.append(f"{name}/{part.name}")
+            done = stored.get(part.name) is not None
+            if not done:
+                todo_device += part.device_s
+            table.add_row(
+                name if i == 0 else "",
+                part.name,
+                part.covers,
+                f"{part.cpu_s:.0f}",
+                f"{part.device_s:.0f}",
+                "yes" if fits else "NO",
+                ("done" if done else "missing") if out else "",
+            )
+        cpu = sum(p.cpu_s for p in declared)
+        device = sum(p.device_s for p in declared)
+        cpu_total, device_total = cpu_total + cpu, device_total + device
+        table.add_row("", "[bold]total[/]", f"{len(declared)} parts", f"{cpu:.0f}", f"{device:.0f}")
+    console.print(table)
+    console.print(
+        f"total: {cpu_total:.0f} s ({cpu_total / 3600:.1f} h) on a quiet 2-core CPU, "
+        f"{device_total:.0f} s ({device_total / 60:.1f} min) on one H200; each part must fit "
+        f"one device call of {limit / 60:.0f} min"
+    )
+    if out:
+        console.print(f"not yet stored under {out}: {todo_device:.0f} s on the device")
+    if over:
+        console.print(f"over the {limit / 60:.0f}-minute limit: {', '.join(over)}")
+    console.print("estimates and how each was made: `jaxlab.experiments.parts(NAME)`")
+    return 0
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import dataclasses
 import hashlib
 import importlib
 import inspect
+import pickle
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
@@ -322,6 +323,8 @@ class Experiment:
     config: type
     run_fn: Callable[..., Result]
     module: str
+    # config -> the full profile's parts (jaxlab._src.parts.declare_parts); None: one piece.
+    parts_fn: Callable[[Any], list] | None = None
 
     def make_config(self, profile: str):
         return self.config.for_profile(profile)
@@ -334,12 +337,49 @@ class Experiment:
             )
         return result
 
+    def __getstate__(self):
+        # The parts declaration may be a lambda (not picklable): a child process (the watchdog's)
+        # finds it again through the experiment's module, which declares it on import.
+        state = dict(self.__dict__)
+        if state.get("parts_fn") is not None:
+            try:
+                pickle.dumps(state["parts_fn"])
+            except (pickle.PicklingError, AttributeError, TypeError):
+                state["parts_fn"] = _PartsOf(self.module, self.name)
+        return state
+
+    def full_parts(self) -> list:
+        """The ``full`` profile's parts (:class:`jaxlab._src.parts.RunPart`), in merge order.
+
+        An empty list when the experiment declared none (its full profile runs in one piece).
+        """
+        from jaxlab._src import parts
+
+        if self.parts_fn is None:
+            return []
+        return parts.check_parts(self.parts_fn(self.make_config("full")), self.name)
+
     def code_version(self) -> str:
         """Hash of the experiment module's source, so ``--resume`` reruns after a change."""
         from jaxlab import __version__
 
         source = inspect.getsource(importlib.import_module(self.module))
         return hashlib.sha256((__version__ + source).encode()).hexdigest()[:16]
+
+
+@dataclasses.dataclass(frozen=True)
+class _PartsOf:
+    """The parts declaration of experiment ``name``, looked up through its module (picklable)."""
+
+    module: str
+    name: str
+
+    def __call__(self, config):
+        importlib.import_module(self.module)
+        parts_fn = REGISTRY[self.name].parts_fn
+        if parts_fn is None or isinstance(parts_fn, _PartsOf):
+            raise RuntimeError(f"{self.name}: its module {self.module} declares no parts")
+        return parts_fn(config)
 
 
 # name -> Experiment, filled by ``register`` as experiment modules are imported.

@@ -19,8 +19,10 @@ SCHEMA_VERSION = 1
 
 __all__ = [
     "SCHEMA_VERSION",
+    "atomic_write_bytes",
     "atomic_write_text",
     "git_commit",
+    "json_text",
     "jsonable",
     "inspect_result",
     "read_result",
@@ -42,12 +44,17 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
     The file gets the user's normal mode (``0o666`` less the umask), not ``mkstemp``'s 0600.
     """
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Writes ``data`` to ``path`` atomically, like :func:`atomic_write_text`."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, _user_file_mode())
@@ -122,10 +129,15 @@ def save_figure(fig: Any, path: str | os.PathLike) -> None:
             pyplot.close(fig)
 
 
+def json_text(record: dict[str, Any]) -> str:
+    """``record`` as the indented JSON text of a result file."""
+    return json.dumps(jsonable(record), indent=2, sort_keys=False) + "\n"
+
+
 def write_result(out_dir: str | os.PathLike, record: dict[str, Any]) -> pathlib.Path:
     """Writes ``record`` as ``<out_dir>/<name>/result.json`` atomically; returns the path."""
     path = pathlib.Path(out_dir) / record["name"] / "result.json"
-    atomic_write_text(path, json.dumps(jsonable(record), indent=2, sort_keys=False) + "\n")
+    atomic_write_text(path, json_text(record))
     return path
 
 
@@ -163,6 +175,45 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _seconds(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) else "–"
+
+
+def _parts_section(records: list[dict[str, Any]]) -> list[str]:
+    """The table of every full profile run in parts: each part's status and times."""
+    rows = [rec for rec in records if rec.get("parts")]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Full profiles in parts",
+        "",
+        "Each part is one slice of a full profile (`jaxlab run NAME --profile full --part P`);",
+        "the verdict above is merged from them when every part is in.",
+        "",
+        "| experiment | part | status | time (s) | CPU (s) | device | estimated device (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for rec in rows:
+        for i, part in enumerate(rec["parts"]):
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        _cell(rec["name"]) if i == 0 else "",
+                        _cell(part.get("name", "")),
+                        "**" + _cell(part.get("status", "")) + "**",
+                        _seconds(part.get("wall_time_s")),
+                        _seconds(part.get("cpu_time_s")),
+                        _cell(part.get("device_kind") or "–"),
+                        _seconds(part.get("estimated_device_s")),
+                    ]
+                )
+                + " |"
+            )
+    return lines
+
+
 def write_report(out_dir: str | os.PathLike, records: list[dict[str, Any]]) -> pathlib.Path:
     """Writes ``<out_dir>/REPORT.md``: one row per verdict part, with time and figure links."""
     lines = [
@@ -171,8 +222,11 @@ def write_report(out_dir: str | os.PathLike, records: list[dict[str, Any]]) -> p
         "Each row is one part of a paper's central claim, the value measured, and the verdict",
         "computed from it. Regenerate with `make reproduce` (or `jaxlab reproduce`).",
         "",
-        "| experiment | profile | claim | measured | verdict | time (s) | figures |",
-        "|---|---|---|---|---|---|---|",
+        "Times: wall seconds, and CPU seconds of the process that ran the experiment (a full",
+        "profile run in parts: summed over its parts and their merge).",
+        "",
+        "| experiment | profile | claim | measured | verdict | time (s) | CPU (s) | figures |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for rec in records:
         verdict = rec.get("verdict", {})
@@ -196,13 +250,15 @@ def write_report(out_dir: str | os.PathLike, records: list[dict[str, Any]]) -> p
                         _cell(part["claim"]),
                         _cell(part["measured"]),
                         "**" + part["status"] + "**",
-                        f"{rec.get('wall_time_s', float('nan')):.1f}" if i == 0 else "",
+                        _seconds(rec.get("wall_time_s")) if i == 0 else "",
+                        _seconds(rec.get("cpu_time_s")) if i == 0 else "",
                         figs if i == 0 else "",
                     ]
                 )
                 + " |"
             )
     statuses = [rec.get("verdict", {}).get("status", "error") for rec in records]
+    lines += _parts_section(records)
     lines += [
         "",
         f"Summary: {statuses.count('pass')} pass, {statuses.count('fail')} fail, "

@@ -29,8 +29,10 @@ from jaxlab._src.experiments import (
     unresolved,
     verdict_status,
 )
+from jaxlab._src.parts import DEVICE_PART_LIMIT_S, RunPart, as_unit, declare_parts, unit
 
 __all__ = [
+    "DEVICE_PART_LIMIT_S",
     "PROFILES",
     "STATUSES",
     "Experiment",
@@ -39,12 +41,17 @@ __all__ = [
     "Part",
     "Progress",
     "Result",
+    "RunPart",
+    "as_unit",
     "check",
+    "declare_parts",
     "get",
     "names",
+    "parts",
     "register",
     "reproduce",
     "run_experiment",
+    "unit",
     "unknown_name_message",
     "unresolved",
     "verdict_status",
@@ -119,6 +126,7 @@ def run_experiment(
     out_dir: str | os.PathLike = "results",
     progress: Progress | None = None,
     timeout: float | None = None,
+    part: str | None = None,
 ) -> dict[str, Any]:
     """Runs the experiment ``name``, writes its ``result.json`` and figures, returns the record.
 
@@ -126,15 +134,56 @@ def run_experiment(
     With ``timeout`` (seconds) it runs in a child process and is stopped past the limit
     (recorded as ``error: timed out after N s``); ``None`` runs it here with no limit.
 
+    With ``part`` (``full`` profile only; :func:`parts` lists them) it runs that part of the
+    full profile, writes it under ``<out_dir>/<name>/parts/<part>/``, then writes the
+    experiment's ``result.json``: merged from the parts when all are in, ``unresolved`` naming
+    the missing ones otherwise; the returned record is the experiment's.
+
     Examples:
       >>> import tempfile
       >>> record = run_experiment("fab-hyperparameter", profile="smoke", out_dir=tempfile.mkdtemp())
       >>> record["verdict"]["status"] in STATUSES
       True
     """
-    return _runner.run_experiment(
-        get(name), profile=profile, seed=seed, out_dir=out_dir, progress=progress, timeout=timeout
+    experiment = get(name)
+    if part is None:
+        return _runner.run_experiment(
+            experiment,
+            profile=profile,
+            seed=seed,
+            out_dir=out_dir,
+            progress=progress,
+            timeout=timeout,
+        )
+    record = _runner.run_experiment(
+        experiment,
+        profile=profile,
+        seed=seed,
+        out_dir=out_dir,
+        progress=progress,
+        timeout=timeout,
+        part=part,
     )
+    merged = _runner.finish_parts(
+        experiment, seed=seed, out_dir=out_dir, progress=progress, timeout=timeout
+    )
+    if record.get("status") != "done":  # the part raised or timed out: say so, not "missing"
+        merged["verdict"] = {
+            "status": "error",
+            "reason": f"part {part}: {record['verdict']['reason']}",
+            "parts": merged["verdict"].get("parts", []),
+        }
+    return merged
+
+
+def parts(name: str) -> list[RunPart]:
+    """The parts of experiment ``name``'s ``full`` profile, in their merge order.
+
+    Examples:
+      >>> [p.name for p in parts("moe-topk")][:2]
+      ['top-k-1', 'top-k-2']
+    """
+    return get(name).full_parts()
 
 
 def reproduce(

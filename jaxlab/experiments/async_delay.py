@@ -50,6 +50,7 @@ import optax
 from flax import nnx
 from matplotlib.figure import Figure
 
+from jaxlab._src import parts as _parts
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab._src.threads import single_threaded_blas
 from jaxlab.distributed import pipeline_schedule
@@ -119,6 +120,7 @@ class AsyncDelayConfig(ExperimentConfig):
     optimizers: tuple[str, ...] = ("adamw", "adamw_b0.95", "muon")
     eval_batches: int = 64
     extrapolation: float = 1.0
+    lanes_per_unit: int | None = None  # lanes per unit of work (issue 45); None: one per arm
 
     @classmethod
     def smoke(cls) -> AsyncDelayConfig:
@@ -155,6 +157,7 @@ class AsyncDelayConfig(ExperimentConfig):
             seeds=3,
             optimizers=("adamw", "adamw_b0.95", "muon", "deva"),
             eval_batches=32,
+            lanes_per_unit=1,
         )
 
 
@@ -509,9 +512,13 @@ def run(config: AsyncDelayConfig, rng_key: jax.Array, progress: Progress) -> Res
     for name, delay in progress.track(arms, total=len(arms), description="optimizer x delay"):
         t0 = time.perf_counter()
         with single_threaded_blas():  # DeVA's eigh/QR; see jaxlab._src.threads
-            losses, train_curves = _train_arm(
+            chunks = _lane_units(
                 config, name, delay, lanes, init_states, graphdef, train, eval_windows
             )
+        if any(c is _parts.SKIPPED for c in chunks):  # a part that does not compute this arm
+            continue
+        losses = np.concatenate([c[0] for c in chunks])
+        train_curves = np.concatenate([c[1] for c in chunks])
         timings[f"{name}/delay{delay}"] = time.perf_counter() - t0
         losses = losses.reshape(shape)
         train_curves = train_curves.reshape((*shape, config.steps))
@@ -544,3 +551,54 @@ def run(config: AsyncDelayConfig, rng_key: jax.Array, progress: Progress) -> Res
         parts=[part_1, part_2],
         figures=_figures(summary, curves, config, floor),
     )
+
+
+# --- The full profile in parts (issue 45) ---------------------------------------------------------
+def _lane_units(config, name, delay, lanes, init_states, graphdef, train, eval_windows):
+    """``_train_arm`` over chunks of ``lanes_per_unit`` lanes, each chunk one unit of work."""
+    count = len(lanes["lr"])
+    per_unit = config.lanes_per_unit or count
+    chunks = []
+    for first in range(0, count, per_unit):
+        sub = jax.tree.map(lambda x, first=first: x[first : first + per_unit], lanes)
+        chunks.append(
+            _parts.unit(
+                {"arm": f"{name}/delay{delay}", "lanes": first // per_unit},
+                lambda sub=sub: _train_arm(
+                    config, name, delay, sub, init_states, graphdef, train, eval_windows
+                ),
+            )
+        )
+    return chunks
+
+
+def _full_parts(config: AsyncDelayConfig) -> list[_parts.RunPart]:
+    """One part per (optimizer, delay, lane); lanes are (λ, lr, seed) in that order."""
+    flops = _parts.transformer_train_flops(
+        config.d_model, config.num_layers, config.seq_len, config.batch_size, config.steps,
+        vocab=config.vocab_size,
+    )  # fmt: skip
+    lanes = 2 * len(config.learning_rates) * config.seeds
+    per_unit = config.lanes_per_unit or lanes
+    out = []
+    for name in config.optimizers:
+        # DeVA's step costs 1.32x Muon's (README, the step-time benchmark).
+        cpu = (1.32 if name == "deva" else 1.0) * per_unit * flops / _parts.CPU_FLOPS_PER_S
+        for delay in (0, 1):
+            for u in range(-(-lanes // per_unit)):
+                out.append(
+                    _parts.RunPart(
+                        f"{name.replace('_', '-').replace('.', 'p')}-delay{delay}-lanes-{u}",
+                        f"{name}, delay {delay}, lanes {u * per_unit}..{(u + 1) * per_unit - 1} "
+                        f"of {lanes} (λ, lr, seed)",
+                        {"arm": (f"{name}/delay{delay}",), "lanes": (u,)},
+                        cpu_s=cpu,
+                        device_s=_parts.device_seconds(cpu, "dense"),
+                        estimate="6 P T FLOPs per step x steps at CPU_FLOPS_PER_S, over "
+                        "DEVICE_SPEEDUP['dense'] on the device, plus DEVICE_START_S",
+                    )  # fmt: skip
+                )
+    return out
+
+
+_parts.declare_parts("async-delay", _full_parts)

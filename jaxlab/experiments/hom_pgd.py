@@ -742,3 +742,59 @@ def run(config: HomPGDConfig, rng_key: jax.Array, progress: Progress) -> Result:
         },
     }
     return Result(metrics=metrics, parts=parts, figures=figures)
+
+
+# --- The full profile in parts (issue 45) ---------------------------------------------------------
+from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
+
+# Units: the star toy, the QCQP setting (b), and each speed case's size; rebound here so that the
+# run function is unchanged.
+_run_star = _parts.as_unit(_run_star, lambda *a, **k: {"star": "all"}, outputs=2)
+_run_qcqp = _parts.as_unit(_run_qcqp, lambda *a, **k: {"qcqp": "all"})
+_run_size = _parts.as_unit(
+    _run_size,  # the key tells (b)'s size from a speed case of the same size (smoke: both 2x3)
+    lambda case, seed, count, config, rng_key, *a, **k: {
+        "size": f"{case[0]}x{case[1]}",
+        "key": "-".join(str(v) for v in np.asarray(jax.random.key_data(rng_key)).ravel()),
+    },
+)
+# Quick took 16.8 min on the shared CPU (README) for the star, two 10,000-step trainings with
+# their solves and one 500-step one; assumed: the star ~100 s at 50 starts, a 10,000-step case
+# ~400 s at (10, 10), scaling with the constraint work n m + n² (not timed apart).
+_CASE_CPU_S, _CASE_WORK, _STAR_CPU_S = 400.0, 200.0, 100.0
+
+
+def _full_parts(config: HomPGDConfig) -> list[_parts.RunPart]:
+    def case_cpu(n, m, steps):
+        return _CASE_CPU_S * (n * m + n * n) / _CASE_WORK * steps / AUTHORS_STEPS
+
+    star = _STAR_CPU_S * config.star_starts / 50
+    (n, m) = config.qcqp_size
+    qcqp = case_cpu(n, m, config.train_steps) + _STAR_CPU_S
+    how = "quick's 16.8 min split by assumption (module comment), scaled by n m + n² and steps"
+    out = [
+        _parts.RunPart(
+            "star", f"(a) the star toy, {config.star_starts} starts", {"star": ("all",)},
+            cpu_s=star, device_s=_parts.device_seconds(star, "host"), estimate=how,
+        ),
+        _parts.RunPart(
+            "qcqp", f"(b) the authors' setting at n={n}, m={m}", {"qcqp": ("all",)},
+            cpu_s=qcqp, device_s=_parts.device_seconds(qcqp, "small"), estimate=how,
+        ),
+    ]  # fmt: skip
+    for n, m, steps, _ in config.speed_cases:
+        cpu = case_cpu(n, m, steps)
+        out.append(
+            _parts.RunPart(
+                f"speed-{n}x{m}",
+                f"(c) the speed case n={n}, m={m}, {steps} training steps",
+                {"size": (f"{n}x{m}",)},
+                cpu_s=cpu,
+                device_s=_parts.device_seconds(cpu, "small"),
+                estimate=how,
+            )  # fmt: skip
+        )
+    return out
+
+
+_parts.declare_parts("hom-pgd", _full_parts)

@@ -66,6 +66,7 @@ import optax
 from flax import nnx
 from matplotlib.figure import Figure
 
+from jaxlab._src import parts as _parts
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab._src.validation import check_int
 from jaxlab.nn import (
@@ -561,16 +562,20 @@ def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result
         total=len(config.top_k_grid),
         description="top-K",
     ):
-        init, train, evaluate = _trainer(config, top_k, problem)
-        carry = init(jax.vmap(lambda key: jax.random.fold_in(key, top_k))(init_keys))
-        done = 0
-        curves[top_k] = {}
-        for target in sorted({*config.step_grid, t_r}):
-            carry = train(carry, data_keys, jnp.int32(done), jnp.int32(target - done))
-            done = target
-            curves[top_k][target] = {
-                name: np.asarray(value) for name, value in evaluate(carry).items()
-            }
+
+        def train_top_k(top_k=top_k, t_r=t_r):  # one unit of work (issue 45)
+            init, train, evaluate = _trainer(config, top_k, problem)
+            carry = init(jax.vmap(lambda key: jax.random.fold_in(key, top_k))(init_keys))
+            done, out = 0, {}
+            for target in sorted({*config.step_grid, t_r}):
+                carry = train(carry, data_keys, jnp.int32(done), jnp.int32(target - done))
+                done = target
+                out[target] = {name: np.asarray(value) for name, value in evaluate(carry).items()}
+            return out
+
+        curves[top_k] = _parts.unit({"top_k": top_k}, train_top_k)
+        if curves[top_k] is _parts.SKIPPED:  # a part that does not train this K
+            continue
         for t in config.step_grid:
             fixed_steps[t][top_k] = _summary(curves[top_k][t]["loss"])
             fixed_steps[t][top_k]["grad_norm"] = _summary(curves[top_k][t]["grad_norm"])
@@ -677,3 +682,44 @@ def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result
     loss_name, fit = problem.info["loss"], fits["gamma_half"]
     figures = _figures(config, fixed_steps, fixed_compute, fit, predicted_k, steps_r, loss_name)
     return Result(metrics=metrics, parts=[part_t, part_r], figures=figures)
+
+
+# --- The full profile in parts (issue 45) ---------------------------------------------------------
+
+
+def _full_parts(config: MoETopKConfig) -> list[_parts.RunPart]:
+    """The full profile (the MoE language model) in one part per K, from its training FLOPs.
+
+    Per token and layer, forward FLOPs are ``c0 = 8 d² + 4 seq d`` (attention) plus ``K x 4 d
+    d_ff`` for K active experts (``d_ff = 4 d x lm_ffn_multiplier``), and the head's ``2 x 256
+    d``; training costs 3x the forward. Runs: every (seed, K, T) of the fixed-T sweep and the
+    fixed-FLOP arm's ``budget_steps_at_max_k x M / K`` steps at each K.
+    """
+    d, seq, layers = config.in_features, config.lm_seq_len, config.lm_layers
+    d_ff = 4 * d * config.lm_ffn_multiplier
+    tokens = config.batch_size * seq
+
+    def step_flops(k):
+        return 3 * tokens * (layers * (8 * d * d + 4 * seq * d + k * 4 * d * d_ff) + 512 * d)
+
+    out = []
+    for k in config.top_k_grid:
+        # One run per K, evaluated at each T on the way: the longest of the fixed-T grid and the
+        # fixed-FLOP arm's steps.
+        steps = max(*config.step_grid, config.budget_steps_at_max_k * config.num_experts / k)
+        cpu = config.seeds * step_flops(k) * steps / _parts.CPU_FLOPS_PER_S
+        out.append(
+            _parts.RunPart(
+                f"top-k-{k}",
+                f"K = {k}: every seed, trained to the longest fixed-T or fixed-FLOP length",
+                {"top_k": (k,)},
+                cpu_s=cpu,
+                device_s=_parts.device_seconds(cpu, "dense"),
+                estimate="training FLOPs (docstring of moe_topk._full_parts) at "
+                "CPU_FLOPS_PER_S; DEVICE_SPEEDUP['dense'] plus DEVICE_START_S",
+            )
+        )
+    return out
+
+
+_parts.declare_parts("moe-topk", _full_parts)

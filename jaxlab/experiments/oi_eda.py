@@ -35,6 +35,7 @@ import numpy as np
 import optax
 from matplotlib.figure import Figure
 
+from jaxlab._src import parts as _parts
 from jaxlab._src.experiments import (
     ExperimentConfig,
     Progress,
@@ -215,22 +216,27 @@ def _run_arms(config: OIEDAConfig, rng_key, progress: Progress) -> dict:
         start = time.perf_counter()
         program = _program(config, arm, names, plain)
         for index, name in enumerate(names):
-            best, curve, counts, nonfinite, evaluations, skipped = program(
-                keys, jnp.int32(index), instances
-            )
-            curve, counts = np.asarray(curve), np.asarray(counts)[0]  # counts: the same per seed
-            keep = np.unique(np.linspace(0, curve.shape[1] - 1, config.curve_points).astype(int))
-            out[name][arm] = {
-                "per_seed": np.asarray(best).tolist(),
-                "mean": float(np.mean(best)),
-                "std": float(np.std(best)),
-                "evaluations": int(np.max(evaluations)),
-                "curve_evaluations": counts[keep].tolist(),
-                "curve_mean": curve[:, keep].mean(0).tolist(),
-                "nonfinite_steps": int(np.sum(nonfinite)),
-                "skipped_updates_per_seed": np.asarray(skipped).tolist(),
-                "steps": int(counts.shape[0]),
-            }
+
+            def one(index=index, program=program):  # one unit of work (issue 45)
+                best, curve, counts, nonfinite, evaluations, skipped = program(
+                    keys, jnp.int32(index), instances
+                )
+                curve, counts = np.asarray(curve), np.asarray(counts)[0]  # the same per seed
+                keep = np.linspace(0, curve.shape[1] - 1, config.curve_points).astype(int)
+                keep = np.unique(keep)
+                return {
+                    "per_seed": np.asarray(best).tolist(),
+                    "mean": float(np.mean(best)),
+                    "std": float(np.std(best)),
+                    "evaluations": int(np.max(evaluations)),
+                    "curve_evaluations": counts[keep].tolist(),
+                    "curve_mean": curve[:, keep].mean(0).tolist(),
+                    "nonfinite_steps": int(np.sum(nonfinite)),
+                    "skipped_updates_per_seed": np.asarray(skipped).tolist(),
+                    "steps": int(counts.shape[0]),
+                }
+
+            out[name][arm] = _parts.unit({"arm": arm, "problem": name}, one)
         seconds[arm] = time.perf_counter() - start
     return {"problems": out, "seconds_per_arm": seconds}
 
@@ -446,3 +452,40 @@ def run(config: OIEDAConfig, rng_key: jax.Array, progress: Progress) -> Result:
         "config": dataclasses.asdict(config),
     }
     return Result(metrics=metrics, parts=parts, figures=_figure(problems), reason=reason)
+
+
+# --- The full profile in parts (issue 45) ---------------------------------------------------------
+
+
+def _full_parts(config: OIEDAConfig) -> list[_parts.RunPart]:
+    """One part per (arm, problem), each a share of the scaled whole run (equal shares assumed)."""
+    quick = OIEDAConfig.quick()
+
+    def work(c):
+        return c.seeds * c.budget * c.num_variables**2
+
+    arms = (*EDA_ARMS, *BASELINES)
+    # The suite's names (binary_benchmark_suite's keys), without building its instances.
+    problems = (
+        "onemax", "leading_ones", f"trap{config.trap_block}", f"nk{config.nk_k}", "maxcut"
+    )  # fmt: skip
+    cpu = 216.0 * work(config) / work(quick) / (len(arms) * len(problems))
+    how = (
+        "quick's 3.6 min on a quiet CPU (README) x seeds x evaluations x n² ratio, shared "
+        "equally among (arm, problem); DEVICE_SPEEDUP['small'] plus DEVICE_START_S"
+    )
+    return [
+        _parts.RunPart(
+            f"{arm}-{name}".replace("_", "-").lower(),
+            f"arm {arm} on {name}, every seed",
+            {"arm": (arm,), "problem": (name,)},
+            cpu_s=cpu,
+            device_s=_parts.device_seconds(cpu, "small"),
+            estimate=how,
+        )  # fmt: skip
+        for arm in arms
+        for name in problems
+    ]
+
+
+_parts.declare_parts("oi-eda", _full_parts)

@@ -40,7 +40,9 @@ import numpy as np
 from flax import nnx
 from matplotlib.figure import Figure
 
+from jaxlab._src import parts as _parts
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
+from jaxlab._src.parts import unit
 from jaxlab._src.validation import check_positive_int
 from jaxlab.nn import (
     GPTConfig,
@@ -200,7 +202,7 @@ class SimpleGPTLRConfig(ExperimentConfig):
         return cls(
             learning_rates=_sqrt3_grid(-6, 6), seeds=3, d_model=256, num_layers=6, num_heads=8,
             seq_len=256, batch_size=32, steps=3000, warmup_steps=150, corpus_bytes=8_000_000,
-            eval_batches=16, tail_steps=50, lanes_per_call=13, depth_d_model=256,
+            eval_batches=16, tail_steps=50, lanes_per_call=1, depth_d_model=256,
             depth_num_layers=12, depth_steps=3000, depth_seeds=3, matched_lr=1e-3,
             hessian_iters=20, hessian_batch_size=8,
         )  # fmt: skip
@@ -262,8 +264,17 @@ def _train_lanes(
         init_keys = jnp.stack([jax.random.fold_in(seed_keys[s], 0) for _, s in group])
         data_keys = jnp.stack([jax.random.fold_in(seed_keys[s], 1) for _, s in group])
         lrs = jnp.asarray([lr_values[i] for i, _ in group], jnp.float32)
-        states, losses, vals = run_lanes(init_keys, lrs, data_keys)
-        losses, vals = np.asarray(losses), np.asarray(vals)
+
+        def train_group(init_keys=init_keys, lrs=lrs, data_keys=data_keys):
+            states, losses, vals = run_lanes(init_keys, lrs, data_keys)
+            return (states if keep_states else None), np.asarray(losses), np.asarray(vals)
+
+        # One unit per compiled call (issue 45: a full profile in parts).
+        model = f"{gpt.norm_placement}/{gpt.d_model}x{gpt.num_layers}/{steps}"
+        coords = {"model": model, "group": start // per_call}
+        states, losses, vals = unit(coords, train_group, skipped=(None,) * 3)
+        if losses is None:  # a compiled call outside this part (issue 45)
+            continue
         for j, lane_id in enumerate(group):
             out["losses"][lane_id] = losses[j]
             out["val"][lane_id] = float(vals[j])
@@ -331,6 +342,8 @@ def _sweep(config, train, eval_windows, rng_key, progress):
             config, gpt, config.steps, train, eval_windows, lanes, config.learning_rates,
             seed_keys, keep_states=config.depth_is_sweep and placement in config.depth_placements,
         )  # fmt: skip
+        if len(trained["val"]) < len(lanes):  # lanes outside this part (issue 45)
+            continue
         per_lr = []
         for i, lr in enumerate(config.learning_rates):
             runs = [
@@ -620,3 +633,57 @@ def run(config: SimpleGPTLRConfig, rng_key: jax.Array, progress: Progress) -> Re
         "depth": depth,
     }
     return Result(metrics=metrics, parts=[part1, part2], figures=_figures(config, summary, depth))
+
+
+def _full_parts(config: SimpleGPTLRConfig) -> list[_parts.RunPart]:
+    """The full profile in parts: the sweep's compiled calls two lanes at a time, the depth
+    point's one lane each.
+
+    Each compiled call of ``lanes_per_call`` lanes is one unit (``lanes_per_call=1`` at full); a
+    lane's cost is :func:`jaxlab._src.parts.transformer_train_flops` at the CPU's and the
+    device's assumed rates.
+    """
+    how = (
+        "6 P T FLOPs per step x steps at CPU_FLOPS_PER_S, over DEVICE_SPEEDUP['dense'] on the "
+        "device, plus DEVICE_START_S"
+    )
+
+    def parts_of(kind, placement, d, layers, steps, lanes, per_part_lanes):
+        per_call = config.lanes_per_call or lanes
+        calls = -(-lanes // per_call)
+        step = max(1, per_part_lanes // per_call)
+        flops = _parts.transformer_train_flops(d, layers, config.seq_len, config.batch_size, steps)
+        out = []
+        for first in range(0, calls, step):
+            groups = tuple(range(first, min(first + step, calls)))
+            count = min(lanes, (groups[-1] + 1) * per_call) - groups[0] * per_call
+            cpu = count * flops / _parts.CPU_FLOPS_PER_S
+            out.append(
+                _parts.RunPart(
+                    f"{kind}-{placement.replace('_', '-')}-{first}",
+                    f"{kind}, {placement}: compiled calls {groups} of {calls} ({count} of {lanes} "
+                    "(LR, seed) lanes)" + (" (Hessians in the merge)" * (kind == "depth")),
+                    {"model": (f"{placement}/{d}x{layers}/{steps}",), "group": groups},
+                    cpu_s=cpu,
+                    device_s=_parts.device_seconds(cpu, "dense"),
+                    estimate=how,
+                )  # fmt: skip
+            )
+        return out
+
+    lanes = len(config.learning_rates) * config.seeds
+    out = []
+    for placement in config.placements:
+        out += parts_of(
+            "sweep", placement, config.d_model, config.num_layers, config.steps, lanes, 2
+        )
+    if not config.depth_is_sweep:
+        for placement in config.depth_placements:
+            out += parts_of(
+                "depth", placement, config.depth_d_model, config.depth_num_layers,
+                config.depth_steps, config.depth_seeds, 1,
+            )  # fmt: skip
+    return out
+
+
+_parts.declare_parts("simplegpt-lr", _full_parts)

@@ -434,7 +434,8 @@ def _language_model(config: STLAConfig, rng_key, progress) -> dict[str, Any]:
     fp = block_losses(model)
     runs: dict[str, dict[str, Any]] = {str(b): {} for b in config.lm_bits}
     jobs = [(b, m) for b in config.lm_bits for m in LM_METHODS + LM_BESIDE]
-    for bits, name in progress.track(jobs, total=len(jobs), description="quantizing the LM"):
+
+    def job(bits, name):  # one unit of work (issue 45: the full profile in parts)
         # RTN's searched grid depends on the calibration Hessian; its min-max grid does not.
         seeds = 1 if name == "rtn_minmax" else config.calib_seeds
         table, seconds, nonfinite = [], [], 0
@@ -444,13 +445,18 @@ def _language_model(config: STLAConfig, rng_key, progress) -> dict[str, Any]:
             seconds.append(out.quantization_seconds)
             nonfinite += sum(int(r.info.nonfinite_count) for r in out.layers.values())
         table = table * (config.calib_seeds // seeds)
-        runs[str(bits)][name] = {
+        return {
             "block_losses": table,  # [calibration seed][held-out block]
             "mean": float(np.mean(table)),
             "perplexity": float(math.exp(np.mean(table))),
             "seconds": float(np.mean(seconds)),
             "nonfinite": nonfinite,
         }
+
+    for bits, name in progress.track(jobs, total=len(jobs), description="quantizing the LM"):
+        runs[str(bits)][name] = _parts.unit(
+            {"quantize": f"{bits}/{name}"}, lambda bits=bits, name=name: job(bits, name)
+        )
     intervals = {}
     for bits in config.lm_bits:
         for k, (better, worse) in enumerate(LM_PAIRS):
@@ -637,3 +643,60 @@ def run(config: STLAConfig, rng_key: jax.Array, progress: Progress) -> Result:
         figures=_figures(config, syn, lm),
         reason=reason,
     )
+
+
+# --- The full profile in parts (issue 45) ---------------------------------------------------------
+from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
+
+# Units: the synthetic layers, the LM's training, each (bits, method) quantization of the LM.
+_synthetic = _parts.as_unit(_synthetic, lambda *a, **k: {"synthetic": "all"})
+_train_model = _parts.as_unit(_train_model, lambda *a, **k: {"lm": "train"}, outputs=5)
+
+
+def _full_parts(config: STLAConfig) -> list[_parts.RunPart]:
+    """Synthetic layers, the LM's training, then its quantization per bit width.
+
+    A quantization part reads the trained model from the training part on disk (run them in the
+    declared order, as ``reproduce --resume`` does). A quantization job's cost: calibration seeds
+    x iterations x 2 d_out d_in² FLOPs over the LM's kernels (an upper bound: GPTQ and RTN do
+    one pass).
+    """
+    d, ffn = config.lm_d_model, int(4 * config.lm_d_model * config.lm_ffn_multiplier)
+    kernels = [(d, d)] * 4 + [(ffn, d), (d, ffn)]
+    per_iter = config.lm_layers * sum(2 * o * i * i for o, i in kernels)
+    methods = len(LM_METHODS) + len(LM_BESIDE)
+    quantize = methods * config.calib_seeds * config.lm_num_iters * per_iter
+    train = _parts.transformer_train_flops(
+        d, config.lm_layers, config.lm_seq_len, config.lm_batch, config.lm_steps
+    )
+    syn = _parts.QUICK_BUDGET_S / 2
+    how = "FLOPs (docstring) at CPU_FLOPS_PER_S; DEVICE_SPEEDUP plus DEVICE_START_S"
+    out = [
+        _parts.RunPart(
+            "synthetic", "the synthetic layers (quick's own)", {"synthetic": ("all",)},
+            cpu_s=syn, device_s=_parts.device_seconds(syn, "small"),
+            estimate="half the issues' quick budget (not timed apart); DEVICE_SPEEDUP['small']",
+        ),
+        _parts.RunPart(
+            "lm-train", f"the LM's training, {config.lm_steps} steps", {"lm": ("train",)},
+            cpu_s=train / _parts.CPU_FLOPS_PER_S,
+            device_s=_parts.device_seconds(train / _parts.CPU_FLOPS_PER_S, "dense"),
+            estimate=how,
+        ),
+    ]  # fmt: skip
+    for bits in config.lm_bits:
+        cpu = quantize / _parts.CPU_FLOPS_PER_S
+        out.append(
+            _parts.RunPart(
+                f"lm-quantize-{bits}bit",
+                f"every method's quantization of the LM at {bits} bits",
+                {"quantize": tuple(f"{bits}/{m}" for m in (*LM_METHODS, *LM_BESIDE))},
+                cpu_s=cpu,
+                device_s=_parts.device_seconds(cpu, "dense"),
+                estimate=how,
+            )  # fmt: skip
+        )
+    return out
+
+
+_parts.declare_parts("stla-ptq", _full_parts)

@@ -88,3 +88,35 @@ no_probes(
     "jaxlab.experiments.NullProgress", "a reporter that accepts any iterable and reports nothing"
 )
 no_probes("jaxlab.experiments.Progress", "a typing Protocol, not called by users")
+probes(
+    "jaxlab.experiments.RunPart",
+    raises("name", lambda: ex.RunPart("Seed 0", "c", {}, cpu_s=1, device_s=1, estimate="e")),
+    raises("cpu_s", lambda: ex.RunPart("s", "c", {}, cpu_s=-1, device_s=1, estimate="e")),
+    raises(
+        "select", lambda: ex.RunPart("s", "c", [0], cpu_s=1, device_s=1, estimate="e"), TypeError
+    ),
+)
+probes(
+    "jaxlab.experiments.unit",
+    raises("coords", lambda: ex.unit(3, lambda: 1), TypeError),
+    raises("compute", lambda: ex.unit({"seed": 0}, 1), TypeError),
+)
+probes(
+    "jaxlab.experiments.as_unit",
+    raises("fn", lambda: ex.as_unit(None, lambda: {}), TypeError),
+    raises("coords", lambda: ex.as_unit(print, {"seed": 0}), TypeError),
+)
+probes(
+    "jaxlab.experiments.declare_parts",
+    raises("no registered experiment", lambda: ex.declare_parts("no-such-claim", list), KeyError),
+    raises("parts", lambda: ex.declare_parts("mmfld", None), TypeError),
+)
+probes(
+    "jaxlab.experiments.parts",
+    raises("unknown experiment", lambda: ex.parts("no-such-claim"), KeyError),
+)
+probes(
+    "jaxlab.experiments.run_experiment",
+    raises("part", lambda: ex.run_experiment("mmfld", profile="full", part="nope")),
+    raises("full profile", lambda: ex.run_experiment("mmfld", profile="smoke", part="all")),
+)
