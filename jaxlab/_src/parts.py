@@ -12,7 +12,7 @@ module-level function rebound with :func:`as_unit`), with coordinates such as
 
 * one piece (no part): every unit is computed, as if :func:`unit` were not there;
 * part ``P``: the units ``P`` selects are computed and stored (with any unit nested inside
-  one); a unit on disk from another part is read back; any other unit returns :data:`SKIPPED`,
+  one); a unit on disk from another part is read back; any other unit returns ``SKIPPED``,
   a placeholder that stops the run as soon as the run *uses* it (the aggregation after the
   loop), which ends the part;
 * merge: every unit is read from the parts' stores and the run function carries on to its own
@@ -238,7 +238,7 @@ def unit(coords: Mapping[str, Any], compute: Callable[[], Any], *, skipped: Any 
 
     Returns:
       ``compute()`` in a one-piece run; in a part, the stored or computed value or
-      :data:`SKIPPED`; in the merge, the stored value.
+      ``SKIPPED``; in the merge, the stored value.
 
     Examples:
       >>> unit({"seed": 0}, lambda: 41 + 1)  # outside a part: computed
@@ -279,7 +279,7 @@ def as_unit(
     """``fn`` as a unit: each call is :func:`unit` with ``coords(*args, **kwargs)``.
 
     ``outputs``: for a function returning a tuple of that many values (which the run unpacks),
-    a skipped call returns as many :data:`SKIPPED`.
+    a skipped call returns as many ``SKIPPED``.
 
     Rebinding a module-level function at the end of its module (``_train = as_unit(_train,
     lambda config, seed, *_: {"seed": seed})``) makes every call of it from the run function

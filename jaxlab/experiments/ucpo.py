@@ -695,11 +695,11 @@ def run(config: UCPOConfig, rng_key: jax.Array, progress: Progress) -> Result:
 
 
 # --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
+from jaxlab._src import parts as _run_parts  # noqa: E402 (added at the end: issue 45)
 
-_parts.declare_parts(
+_run_parts.declare_parts(
     "ucpo",
-    lambda config: _parts.whole_run_parts(
+    lambda config: _run_parts.whole_run_parts(
         config,
         quick_cpu_s=44.0,
         source="README: 44 s of CPU",

@@ -193,11 +193,12 @@ def test_bad_part_requests_are_bad_input(parts_experiment, tmp_path, capsys):
         _parts.RunPart("seed-0", "x", {"seed": 0}, cpu_s=1, device_s=1, estimate="e")
 
 
-def test_plan_prints_every_part_and_the_totals(parts_experiment, tmp_path, capsys):
+def test_plan_prints_every_part_and_the_totals(parts_experiment, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # rich wraps to the terminal (80 columns when piped)
     registry.run_experiment(NAME, profile="full", out_dir=tmp_path, part="seed-0")
     capsys.readouterr()
     assert cli.main(["plan", NAME, "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     for part in ("seed-0", "seed-1", "seed-2"):
         assert part in out
     assert "total: 6 s" in out and "3 parts" in out  # CPU 1 + 2 + 3
