@@ -146,15 +146,6 @@ def run_experiment(
       True
     """
     experiment = get(name)
-    if part is None:
-        return _runner.run_experiment(
-            experiment,
-            profile=profile,
-            seed=seed,
-            out_dir=out_dir,
-            progress=progress,
-            timeout=timeout,
-        )
     record = _runner.run_experiment(
         experiment,
         profile=profile,
@@ -164,6 +155,8 @@ def run_experiment(
         timeout=timeout,
         part=part,
     )
+    if part is None:
+        return record
     merged = _runner.finish_parts(
         experiment, seed=seed, out_dir=out_dir, progress=progress, timeout=timeout
     )
