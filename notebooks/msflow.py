@@ -99,7 +99,7 @@ x_key, noise_key, z_key = jax.random.split(jax.random.key(7), 3)
 x_true = flow.sample(x_key, 8)
 y = x_true[:, :1] + 0.05 * jax.random.normal(noise_key, (8, 1))
 z0 = jax.random.normal(z_key, (8, 2))
-# Every setting lives on the solver (built once; the front end keeps its compiled program).
+# Every setting lives on the solver (the front end compiles once per configuration).
 dflow = SingleShooting(GaussianMixtureFlow.velocity, noise_std=0.05, num_steps=8, maxiter=300)
 stitched = MSFlow(GaussianMixtureFlow.velocity, noise_std=0.05, steps_per_segment=2, maxiter=300)
 single = single_shooting(dflow, flow, z0, y, op)

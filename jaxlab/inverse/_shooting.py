@@ -678,7 +678,7 @@ class MSFlow(_LatentSolver):
 
 
 # --------------------------------------------------------------------------------------------
-# One-call front ends (batched over problems, compiled once per solver).
+# One-call front ends (batched over problems, compiled once per configuration).
 
 
 class ShootingResult(NamedTuple):
@@ -778,15 +778,33 @@ def _msflow_one(solver, z0, y, operator, velocity_params) -> MSFlowResult:
     )
 
 
-def _program(solver, one, batched: bool):
-    """The front end's compiled program, one per solver instance and batching (jax.jit caches
-    per shape), kept on the solver as ``IterativeSolver.run`` keeps its jitted loop."""
-    cache = solver.__dict__.setdefault("_front_end_programs", {})
-    if batched not in cache:
-        # The loop runs inside this program's jit (and vmap), not a jit of its own.
-        fn = functools.partial(one, dataclasses.replace(solver, jit=False))
-        cache[batched] = jax.jit(jax.vmap(fn, in_axes=(0, 0, None, None)) if batched else fn)
-    return cache[batched]
+class _Configuration:
+    """A solver's type and field values: equal solvers (built at different call sites, e.g. a
+    test, an experiment and a doctest) share one front-end program and so one trace. A solver
+    with an unhashable setting (an array) is its own configuration."""
+
+    def __init__(self, solver):
+        self.solver = solver
+        self.key = (type(solver), *(getattr(solver, f.name) for f in dataclasses.fields(solver)))
+        try:
+            hash(self.key)
+        except TypeError:
+            self.key = (type(solver), id(solver))  # kept alive by the cache below
+
+    def __eq__(self, other):
+        return self.key == other.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+
+@functools.lru_cache(maxsize=32)
+def _program(configuration: _Configuration, one, batched: bool):
+    """The front end's compiled program per configuration and batching (jax.jit caches per
+    shape)."""
+    # The loop runs inside this program's jit (and vmap), not a jit of its own.
+    fn = functools.partial(one, dataclasses.replace(configuration.solver, jit=False))
+    return jax.jit(jax.vmap(fn, in_axes=(0, 0, None, None)) if batched else fn)
 
 
 def _front_end(cls, one, front_end, solver, velocity_params, z0, y, operator, settings):
@@ -800,7 +818,7 @@ def _front_end(cls, one, front_end, solver, velocity_params, z0, y, operator, se
         warnings.warn(
             f"{front_end}(velocity_fn, velocity_params, z0, y, operator, noise_std=..., ...) is "
             f"deprecated: pass a {cls.__name__}(velocity_fn, noise_std, ...) as the first "
-            "argument instead (built once, its compiled program is reused by later calls)",
+            "argument instead (every setting is a field of the solver)",
             DeprecationWarning,
             stacklevel=3,
         )
@@ -810,7 +828,7 @@ def _front_end(cls, one, front_end, solver, velocity_params, z0, y, operator, se
     z0, y = _batched(z0, y)
     check_operator(operator, z0.shape[-1], "z0")
     _check_measurement(y[0] if y.ndim == 2 else y, operator)
-    return _program(solver, one, z0.ndim == 2)(z0, y, operator, velocity_params)
+    return _program(_Configuration(solver), one, z0.ndim == 2)(z0, y, operator, velocity_params)
 
 
 def single_shooting(
@@ -824,15 +842,14 @@ def single_shooting(
     """D-Flow (single shooting) on one problem or a batch: ``solver.run`` from ``z0``.
 
     ``z0`` (D,) or (B, D) initial noise, ``y`` (M,) or (B, M) measurements (the operator is
-    shared). The compiled program is kept on the solver, so repeated calls with the same solver
-    and shapes do not recompile.
+    shared). The compiled program is cached per configuration (equal solvers share it), so
+    repeated calls with the same settings and shapes do not recompile.
 
     Args:
       solver: a :class:`SingleShooting` (its fields are every setting: σ, N, Adam's step, λ,
         method, adjoint, ``maxiter``). Deprecated: the velocity function, with the former
-        keyword settings (``noise_std=..., num_steps=...``) in ``deprecated_settings``; a
-        solver is then built on every call (and its program compiled again), with a
-        ``DeprecationWarning``.
+        keyword settings (``noise_std=..., num_steps=...``) in ``deprecated_settings``, which
+        build the solver, with a ``DeprecationWarning``.
       velocity_params: the flow prior's parameters (``solver.velocity_fn(params, x, t)``).
       z0: initial latents.
       y: measurements.
@@ -886,14 +903,14 @@ def msflow(
     """MS-Flow on one problem or a batch: the stitched start from ``z0``, then ``solver.run``.
 
     The trajectory starts exactly stitched (``z_{k+1} = Φ_k(z_k)``, so the first objective is
-    D-Flow's at ``z0``). The compiled program is kept on the solver, as for
+    D-Flow's at ``z0``). The compiled program is cached per configuration, as for
     :func:`single_shooting`.
 
     Args:
       solver: an :class:`MSFlow` (its fields are every setting: σ, S, n_sub, the μ schedule,
         Adam's step, λ, the Jacobian, method, ``maxiter``). Deprecated: the velocity function,
-        with the former keyword settings in ``deprecated_settings`` (a solver built and
-        compiled on every call, with a ``DeprecationWarning``).
+        with the former keyword settings in ``deprecated_settings``, which build the solver,
+        with a ``DeprecationWarning``.
       velocity_params: the flow prior's parameters.
       z0: initial latents (D,) or (B, D).
       y: measurements (M,) or (B, M).

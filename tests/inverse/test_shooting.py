@@ -223,8 +223,12 @@ def test_front_end_keeps_the_solvers_program_and_the_former_keywords_still_work(
     assert not np.allclose(first.reconstruction, second.reconstruction)
     with pytest.warns(DeprecationWarning, match="pass a SingleShooting"):
         legacy = single_shooting(velocity, flow, z0, y, op, noise_std=SIGMA, num_steps=2, maxiter=3)
+    assert len(calls) == traced  # an equal solver (built anew) shares the program
     for got, want in zip(legacy, first, strict=True):
         np.testing.assert_array_equal(got, want)
+    other = single_shooting(SingleShooting(velocity, 2 * SIGMA, 2, maxiter=3), flow, z0, y, op)
+    assert len(calls) > traced  # any other setting: its own program
+    assert not np.allclose(other.value, first.value)
 
 
 @pytest.mark.parametrize(
