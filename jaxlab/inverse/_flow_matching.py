@@ -367,6 +367,9 @@ def split_velocity(model: nnx.Module) -> tuple[Callable[..., jax.Array], Any]:
     return _merged_velocity(graphdef), state
 
 
+# One velocity function per graph definition (graphdefs are hashable and compare by structure):
+# models of the same architecture give the same function object, so the solvers and the jit
+# caches keyed on ``velocity_fn`` reuse their traces instead of re-tracing per split.
 @functools.lru_cache(maxsize=64)
 def _merged_velocity(graphdef):
     def velocity_fn(params, x, t):
