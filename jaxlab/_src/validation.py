@@ -1010,8 +1010,10 @@ def check_callable(
     return value
 
 
-def check_choice(value: Any, name: str, choices: Any) -> Any:
+def check_choice(value: Any, name: str, choices: Any, *, alternative: str | None = None) -> Any:
     """One of the static options ``choices`` (a tuple, or a mapping's keys); returns ``value``.
+
+    ``alternative`` names what else the caller accepts (checked by the caller), for the message.
 
     Examples:
       >>> check_choice("cvar", "kind", ("cvar", "chi2"))
@@ -1020,6 +1022,10 @@ def check_choice(value: Any, name: str, choices: Any) -> Any:
       Traceback (most recent call last):
       ...
       ValueError: kind must be one of ('cvar', 'chi2'), got 'kl'
+      >>> check_choice("rk4", "method", ("euler",), alternative="a diffrax solver")
+      Traceback (most recent call last):
+      ...
+      ValueError: method must be one of ('euler',) or a diffrax solver, got 'rk4'
     """
     options = tuple(choices)
     try:
@@ -1027,7 +1033,8 @@ def check_choice(value: Any, name: str, choices: Any) -> Any:
     except (TypeError, ValueError):  # unhashable, or an array's ambiguous truth: no option
         known = False
     if not known:
-        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+        other = f" or {alternative}" if alternative else ""
+        raise ValueError(f"{name} must be one of {options}{other}, got {value!r}")
     return value
 
 

@@ -10,9 +10,9 @@ Measured (``notes/msflow.md``, quick A and B):
 * **2-D toy** (reported): the exact three-mode mixture flow
   (:func:`jaxlab.inverse.three_mode_mixture`), ``A = [1, 0]``, ``σ = 0.05``, ``x_true`` from the
   mixture, ``z_0 ~ N(0, I)``; D-Flow with ``N = S n_sub`` Heun steps against MS-Flow (S = 4),
-  the same iterations: ``|x̂₁ - y|``, the
-  stitching gap, the mixture log-density of the reconstruction, and (quick) the optimisation
-  step's temp memory for several N.
+  the same iterations (:func:`jaxlab.inverse.single_shooting`, :func:`jaxlab.inverse.msflow`):
+  ``|x̂₁ - y|``, the stitching gap, the mixture log-density of the reconstruction, and (quick)
+  the optimisation step's temp memory for several N.
 * **8x8 digits**: a :class:`jaxlab.inverse.VelocityMLP` trained by flow matching on scikit-learn's
   bundled ``load_digits`` (scaled to [-1, 1]); inpainting (lower half missing) and ×2
   super-resolution (2x2 average pooling) of held-out images, ``σ = 0.05``; arms: the
@@ -23,9 +23,11 @@ Measured (``notes/msflow.md``, quick A and B):
   activations recomputed; this arm was called "backprop" before issue 40), MS-Flow
   (Jacobian-free); PSNR of ``z_S`` (and of the re-simulated ``Φ(z_0)``), the residual
   ``||Ax - y||/(σ sqrt(m))``, the compiled memory of the optimisation step (``memory_analysis()``,
-  temp + output bytes, all test images in one vmapped step) as N grows, and the time per step.
-  ``full`` adds CT (:func:`jaxlab.inverse.parallel_beam_operator`), 16x16 images, larger N and
-  the exact-VJP MS-Flow arm.
+  temp + output bytes, all test images in one vmapped step) as N grows, and the time per step
+  (each arm a :class:`jaxlab.inverse.BatchedReconstructor`; the study is
+  :mod:`jaxlab.experiments._msflow_digits`). ``full`` adds CT
+  (:func:`jaxlab.inverse.parallel_beam_operator`), 16x16 images, larger N and the exact-VJP
+  MS-Flow arm.
 
 Verdict. (a) Memory, the note's rule as issue 40 restates it: compiled memory is fitted linearly
 against N over the memory grid (quick: N = 8, 16, 32, 64, 128); the every-step D-Flow must be
@@ -45,36 +47,25 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 from matplotlib.figure import Figure
 
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
+from jaxlab._src.validation import check_choice
+from jaxlab.experiments._msflow_digits import NOISE_STD, digits_study
 from jaxlab.inverse import (
     GaussianMixtureFlow,
     MSFlow,
     SingleShooting,
-    VelocityMLP,
-    average_pool_operator,
-    digits_images,
-    inpainting_operator,
     integrate_flow,
-    least_squares_baseline,
-    lower_half_mask,
     matrix_operator,
-    measure,
     msflow,
-    parallel_beam_operator,
-    psnr,
     single_shooting,
-    split_velocity,
     step_memory,
     three_mode_mixture,
-    train_flow_matching,
 )
 from jaxlab.solvers import SolverStatus
 
@@ -105,9 +96,7 @@ REFERENCE_VELOCITY = [
     ((1.2, 1.0), 0.9, (1.430233, 1.337209)),
 ]
 REFERENCE_HEUN = {10: (1.373256, -0.999565)}  # (100 and 1000 steps: tests/inverse)
-NOISE_STD = 0.05  # the note's σ, both problems
 TOY_OPERATOR = ((1.0, 0.0),)  # the note's A = [1, 0]
-IMAGE_RANGE = 2.0  # PSNR peak for images in [-1, 1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,22 +224,14 @@ def _toy(config: MSFlowConfig, rng_key: jax.Array) -> dict:
     x = flow.sample(x_key, n)
     y = x[:, :1] + NOISE_STD * jax.random.normal(noise_key, (n, 1))
     z0 = jax.random.normal(z_key, (n, 2))
-    s = config.num_segments
+    s, velocity = config.num_segments, GaussianMixtureFlow.velocity
     common = dict(noise_std=NOISE_STD, maxiter=config.toy_iterations)
     start = time.perf_counter()
     single = single_shooting(
-        GaussianMixtureFlow.velocity, flow, z0, y, op, num_steps=config.toy_steps, **common
+        SingleShooting(velocity, num_steps=config.toy_steps, **common), flow, z0, y, op
     )
-    multi = msflow(
-        GaussianMixtureFlow.velocity,
-        flow,
-        z0,
-        y,
-        op,
-        num_segments=s,
-        steps_per_segment=config.toy_steps // s,
-        **common,
-    )
+    stitched = MSFlow(velocity, num_segments=s, steps_per_segment=config.toy_steps // s, **common)
+    multi = msflow(stitched, flow, z0, y, op)
     jax.block_until_ready((single, multi))
     seconds = time.perf_counter() - start
     log_prob = jax.vmap(flow.log_prob)
@@ -277,264 +258,14 @@ def _toy(config: MSFlowConfig, rng_key: jax.Array) -> dict:
     memory = {"steps": list(config.toy_memory_steps), "dflow": [], "msflow": []}
     z_one, y_one = z0[0], y[0]
     for big_n in config.toy_memory_steps:
-        ss = SingleShooting(GaussianMixtureFlow.velocity, NOISE_STD, num_steps=big_n)
-        ms = MSFlow(GaussianMixtureFlow.velocity, NOISE_STD, s, big_n // s)
+        ss = SingleShooting(velocity, NOISE_STD, num_steps=big_n)
+        ms = MSFlow(velocity, NOISE_STD, s, big_n // s)
         args = (z_one, ss.init_state(z_one, y_one, op, flow), y_one, op, flow)
         memory["dflow"].append(step_memory(ss.update, *args).temp_bytes)
         traj = jnp.tile(z_one, (s + 1, 1))
         state = jax.eval_shape(ms.init_state, traj, y_one, op, flow)
         memory["msflow"].append(step_memory(ms.update, traj, state, y_one, op, flow).temp_bytes)
     out["memory"] = memory
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# The digits tasks.
-
-
-def _operator(task: str, shape: tuple[int, int], config: MSFlowConfig):
-    if task == "inpainting":
-        return inpainting_operator(lower_half_mask(shape))
-    if task == "superres":
-        return average_pool_operator(2, shape)
-    if task == "ct":
-        return parallel_beam_operator(shape, config.ct_angles)
-    raise ValueError(f"tasks must be among inpainting, superres, ct; got {task!r}")
-
-
-def _arms(config: MSFlowConfig, n: int) -> dict[str, Any]:
-    s = config.num_segments
-    if n % s:
-        raise ValueError(f"every N must be a multiple of num_segments={s}, got {n}")
-    arms = {"dflow_every_step": ("dflow", dict(num_steps=n, adjoint="every_step"))}
-    if n in config.checkpointed_steps:
-        arms["dflow_checkpointed"] = ("dflow", dict(num_steps=n, adjoint="checkpointed"))
-    arms["msflow"] = ("msflow", dict(num_segments=s, steps_per_segment=n // s))
-    if config.vjp_arm:
-        arms["msflow_vjp"] = (
-            "msflow",
-            dict(num_segments=s, steps_per_segment=n // s, jacobian="vjp"),
-        )
-    return arms
-
-
-class _Arm:
-    """One arm at one N: the compiled, vmapped update (its memory measured) and its init."""
-
-    def __init__(self, kind, options, velocity_fn, vparams, y, op, config):
-        self.kind = kind
-        common = dict(noise_std=NOISE_STD, maxiter=config.iterations)
-        if kind == "dflow":
-            self.solver = SingleShooting(velocity_fn, **common, **options)
-            init = jax.vmap(self.solver.init_state, in_axes=(0, 0, None, None))
-            self._init = lambda z0, y: (z0, init(z0, y, op, vparams))
-            decode = jax.vmap(self.solver.decode, in_axes=(0, None))
-            self._decode = jax.jit(decode)
-        else:
-            self.solver = MSFlow(velocity_fn, **common, **options)
-
-            @jax.jit
-            def init(z0, y, vparams):
-                traj = jax.vmap(self.solver.init_params, in_axes=(0, None))(z0, vparams)
-                state = jax.vmap(self.solver.init_state, in_axes=(0, 0, None, None))(
-                    traj, y, op, vparams
-                )
-                return traj, state
-
-            self._init = lambda z0, y: init(z0, y, vparams)
-        self.vparams, self.op = vparams, op
-        update = jax.vmap(self.solver.update, in_axes=(0, 0, 0, None, None))
-        z0 = jnp.zeros((y.shape[0], op.input_size))
-        params, state = jax.eval_shape(self._init, z0, y)
-        if kind == "dflow":
-            objective = jax.vmap(self.solver.objective, in_axes=(0, 0, None, None))
-            fallback = dict(
-                residual_fn=lambda z: jnp.sum(objective(z, y, op, vparams)), residual_args=(z0,)
-            )
-        else:
-            # Jacobian-free sweeps differentiate nothing (no residuals); the VJP arm's are one
-            # segment's, counted through the segment map.
-            fallback = dict(
-                residual_fn=lambda z: (
-                    jnp.sum(jax.vmap(self.solver.segment_ends, in_axes=(0, None))(z, vparams))
-                    * (options.get("jacobian") == "vjp")
-                ),
-                residual_args=(jnp.zeros((y.shape[0], options["num_segments"], op.input_size)),),
-            )
-        self.memory = step_memory(update, params, state, y, op, vparams, **fallback)
-        self._update = self.memory.compiled
-
-    def reconstruct(self, z0, y, progress_label=""):
-        params, state = self._init(z0, y)
-        jax.block_until_ready(state)
-        start = time.perf_counter()
-        for _ in range(self.solver.maxiter):
-            params, state = self._update(params, state, y, self.op, self.vparams)
-        jax.block_until_ready(params)
-        seconds = time.perf_counter() - start
-        if self.kind == "dflow":
-            out = {"reconstruction": self._decode(params, self.vparams)}
-        else:
-            resim, _ = self._init(params[:, 0], y)
-            out = {
-                "reconstruction": params[:, -1],
-                "resimulated": resim[:, -1],
-                "stitching_gap": state.error,
-            }
-        out["status"] = state.status
-        out["nonfinite_count"] = state.nonfinite_count
-        out["step_seconds"] = seconds / self.solver.maxiter
-        return out
-
-
-def _residual_norm(x, y, op):
-    m = jnp.asarray(op.num_measurements, x.dtype)
-    return jnp.linalg.norm(jax.vmap(op.matvec)(x) - y, axis=-1) / (NOISE_STD * jnp.sqrt(m))
-
-
-def _summarise(x_true, y, op, out) -> dict:
-    rec = out["reconstruction"]
-    row = {
-        "psnr": np.asarray(psnr(rec, x_true, IMAGE_RANGE)).tolist(),
-        "residual": np.asarray(_residual_norm(rec, y, op)).tolist(),
-        "num_nonfinite": int(np.sum(~np.all(np.isfinite(np.asarray(rec)), axis=-1))),
-    }
-    row["mean_psnr"] = float(np.mean(row["psnr"]))  # NaN if any image is non-finite
-    if "status" in out:
-        row["nonfinite_status"] = int(np.sum(np.asarray(out["status"]) == SolverStatus.NONFINITE))
-        row["nonfinite_updates"] = int(np.sum(np.asarray(out["nonfinite_count"])))
-        row["step_seconds"] = out["step_seconds"]
-    if "resimulated" in out:
-        row["resimulated_psnr"] = float(np.mean(np.asarray(psnr(out["resimulated"], x_true))))
-        row["mean_stitching_gap"] = float(np.mean(np.asarray(out["stitching_gap"])))
-    return row
-
-
-def _digits(config: MSFlowConfig, rng_key: jax.Array, progress: Progress) -> dict:
-    split_key, init_key, train_key, seed_key = jax.random.split(rng_key, 4)
-    split = digits_images(split_key, num_train=config.num_train, scale=config.image_scale)
-    d = split.train.shape[1]
-    model = VelocityMLP(
-        d, config.hidden, rngs=nnx.Rngs(int(jax.random.randint(init_key, (), 0, 2**31 - 1)))
-    )
-    start = time.perf_counter()
-    history = train_flow_matching(
-        model,
-        split.train,
-        steps=config.train_steps,
-        batch_size=config.batch_size,
-        learning_rate=config.train_learning_rate,
-        rng_key=train_key,
-        progress=progress,
-    )
-    train_seconds = time.perf_counter() - start
-    velocity_fn, vparams = split_velocity(model)
-    x_true = split.test[: config.test_images]
-    b = x_true.shape[0]
-    out = {
-        "train_seconds": train_seconds,
-        "train_loss_first_last": [
-            float(np.mean(history["train_loss"][:50])),
-            float(np.mean(history["train_loss"][-50:])),
-        ],
-        "train_loss_finite": bool(np.all(np.isfinite(history["train_loss"]))),
-        "dimension": d,
-        "memory": {},
-        "tasks": {},
-        "examples": {"x_true": np.asarray(x_true[:4]).tolist(), "image_shape": split.image_shape},
-    }
-    steps = sorted(set(config.memory_steps) | set(config.psnr_steps))
-    jobs = [(task, n) for task in config.tasks for n in steps]
-    arms_cache: dict = {}
-    for task, n in progress.track(jobs, total=len(jobs), description="tasks x N"):
-        op = _operator(task, split.image_shape, config)
-        on_memory_task = task == config.tasks[0] and n in config.memory_steps
-        if not on_memory_task and n not in config.psnr_steps:
-            continue
-        y_shape = jnp.zeros((b, op.output_size))
-        arms = {
-            name: _Arm(kind, opts, velocity_fn, vparams, y_shape, op, config)
-            for name, (kind, opts) in _arms(config, n).items()
-            # The checkpointed arm is run at the verdict's N only (its memory: on the first task).
-            if on_memory_task or name != "dflow_checkpointed" or n == config.verdict_steps
-        }
-        if on_memory_task:
-            out["memory"][str(n)] = {
-                name: {
-                    "temp_bytes": arm.memory.temp_bytes,
-                    "output_bytes": arm.memory.output_bytes,
-                    "compiled_bytes": arm.memory.temp_bytes + (arm.memory.output_bytes or 0),
-                    "peak_bytes": arm.memory.peak_bytes,
-                    "source": arm.memory.source,
-                }
-                for name, arm in arms.items()
-            }
-        arms_cache[(task, n)] = arms
-    for task in config.tasks:
-        op = _operator(task, split.image_shape, config)
-        task_out: dict = {"seeds": []}
-        for seed in range(config.seeds):
-            key = jax.random.fold_in(seed_key, seed)
-            noise_key, z_key = jax.random.split(jax.random.fold_in(key, config.tasks.index(task)))
-            y = jax.vmap(lambda k, x, op=op: measure(k, x, op, NOISE_STD))(
-                jax.random.split(noise_key, b), x_true
-            )
-            z0 = jax.random.normal(z_key, x_true.shape)
-            rows = {}
-            zero = jax.vmap(lambda yi, op=op: least_squares_baseline(yi, op, NOISE_STD))(y)
-            rows["least_squares"] = _summarise(x_true, y, op, {"reconstruction": zero})
-            smooth = jax.vmap(
-                lambda yi, op=op: least_squares_baseline(
-                    yi, op, NOISE_STD, smoothness=config.smoothness, image_shape=split.image_shape
-                )
-            )(y)
-            rows["smooth_least_squares"] = _summarise(x_true, y, op, {"reconstruction": smooth})
-            examples = {"least_squares": np.asarray(zero[:4]).tolist()}
-            for n in config.psnr_steps:
-                for name, arm in arms_cache[(task, n)].items():
-                    if name == "dflow_checkpointed" and n != config.verdict_steps:
-                        continue
-                    result = arm.reconstruct(z0, y)
-                    rows[f"{name}@{n}"] = _summarise(x_true, y, op, result)
-                    if n == config.verdict_steps:
-                        examples[name] = np.asarray(result["reconstruction"][:4]).tolist()
-            task_out["seeds"].append(rows)
-            if seed == 0:
-                task_out["examples"] = examples
-        names = task_out["seeds"][0].keys()
-        task_out["mean"] = {
-            name: {
-                "mean_psnr": float(np.mean([r[name]["mean_psnr"] for r in task_out["seeds"]])),
-                "per_seed_psnr": [r[name]["mean_psnr"] for r in task_out["seeds"]],
-                "mean_residual": float(
-                    np.mean([np.mean(r[name]["residual"]) for r in task_out["seeds"]])
-                ),
-                "num_nonfinite": int(sum(r[name]["num_nonfinite"] for r in task_out["seeds"])),
-                **(
-                    {
-                        "step_seconds": float(
-                            np.mean([r[name]["step_seconds"] for r in task_out["seeds"]])
-                        )
-                    }
-                    if "step_seconds" in task_out["seeds"][0][name]
-                    else {}
-                ),
-                **(
-                    {
-                        "resimulated_psnr": float(
-                            np.mean([r[name]["resimulated_psnr"] for r in task_out["seeds"]])
-                        ),
-                        "mean_stitching_gap": float(
-                            np.mean([r[name]["mean_stitching_gap"] for r in task_out["seeds"]])
-                        ),
-                    }
-                    if "resimulated_psnr" in task_out["seeds"][0][name]
-                    else {}
-                ),
-            }
-            for name in names
-        }
-        out["tasks"][task] = task_out
     return out
 
 
@@ -661,13 +392,12 @@ def _figures(config, toy, digits):
 @register("msflow", config=MSFlowConfig, claim=CLAIM)
 def run(config: MSFlowConfig, rng_key: jax.Array, progress: Progress) -> Result:
     """Runs the toy, the digits tasks and the memory grid; the note's verdict and the issue's."""
-    if config.verdict_steps not in config.psnr_steps:
-        raise ValueError("verdict_steps must be one of psnr_steps")
+    check_choice(config.verdict_steps, "verdict_steps", config.psnr_steps)
     start = time.perf_counter()
     toy_key, digits_key = jax.random.split(rng_key)
     reference = _reference_checks()
     toy = _toy(config, toy_key)
-    digits = _digits(config, digits_key, progress)
+    digits = digits_study(config, digits_key, progress)
     seconds = time.perf_counter() - start
 
     mem = _memory_inputs(digits["memory"])

@@ -17,12 +17,15 @@ MS-Flow the trajectory ``z_0..z_S`` at segment boundaries, coupled by penalties
 * Forward models with adjoints: :func:`inpainting_operator` (:func:`lower_half_mask`),
   :func:`average_pool_operator` (super-resolution), :func:`parallel_beam_operator` (CT),
   :func:`matrix_operator`, all :class:`LinearOperator` s with a closed-form data step
-  (``normal_solve``); :func:`check_operator`.
+  (``normal_solve``); :func:`check_operator`; :func:`task_operator` (the paper's three tasks by
+  name).
 * Solvers (jaxopt's shape): :class:`SingleShooting` (D-Flow; every step's activations stored,
   one state per step stored, or diffrax's recursive checkpointing) and :class:`MSFlow`
   (Jacobian-free or exact-VJP latent steps, μ continuation), with :func:`single_shooting` and
-  :func:`msflow` as batched one-call front ends returning reconstructions and diagnostics
-  (stitching gap, non-finite counts, status); :func:`radial_prior`.
+  :func:`msflow` as batched one-call front ends (given a solver instance) returning
+  reconstructions and diagnostics (stitching gap, non-finite counts, status); :func:`radial_prior`.
+* The comparison harness :class:`BatchedReconstructor`: a solver's vmapped update compiled once
+  for a batch, its memory measured, run step by step and timed (a :class:`Reconstruction`).
 * Data, baselines and measures: :func:`digits_images` (scikit-learn's bundled digits),
   :func:`measure`, :func:`least_squares_baseline`, :func:`psnr`, and :func:`step_memory` (XLA's
   memory analysis of a compiled step, with a saved-residual fallback).
@@ -49,6 +52,7 @@ from jaxlab.inverse._operators import (
     lower_half_mask,
     matrix_operator,
     parallel_beam_operator,
+    task_operator,
 )
 from jaxlab.inverse._problems import (
     DigitsSplit,
@@ -59,6 +63,7 @@ from jaxlab.inverse._problems import (
     psnr,
     three_mode_mixture,
 )
+from jaxlab.inverse._reconstructor import BatchedReconstructor, Reconstruction
 from jaxlab.inverse._shooting import (
     MSFlow,
     MSFlowResult,
@@ -94,6 +99,7 @@ __all__ = [
     "lower_half_mask",
     "matrix_operator",
     "parallel_beam_operator",
+    "task_operator",
     # single and multiple shooting
     "MSFlow",
     "MSFlowResult",
@@ -104,6 +110,9 @@ __all__ = [
     "msflow",
     "radial_prior",
     "single_shooting",
+    # the comparison harness
+    "BatchedReconstructor",
+    "Reconstruction",
     # data, baselines, measures
     "DigitsSplit",
     "StepMemory",

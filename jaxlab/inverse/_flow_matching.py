@@ -40,6 +40,7 @@ from jaxlab._src.validation import (
     check_array,
     check_callable,
     check_callback_shape,
+    check_choice,
     check_int,
     check_key,
     check_last_axis,
@@ -76,10 +77,7 @@ def diffrax_solver(method: Any) -> diffrax.AbstractSolver:
     """
     if isinstance(method, diffrax.AbstractSolver):
         return method
-    if method not in _METHODS:
-        raise ValueError(
-            f"method must be one of {tuple(_METHODS)} or a diffrax solver, got {method!r}"
-        )
+    check_choice(method, "method", _METHODS, alternative="a diffrax solver")
     return _METHODS[method]()
 
 
@@ -106,10 +104,8 @@ def diffrax_adjoint(adjoint: Any, num_steps: int) -> diffrax.AbstractAdjoint | s
     """
     if isinstance(adjoint, diffrax.AbstractAdjoint):
         return adjoint
-    if not isinstance(adjoint, str) or adjoint not in (*_ADJOINTS, *_FORMER_NAMES):
-        raise ValueError(
-            f"adjoint must be one of {_ADJOINTS} or a diffrax adjoint, got {adjoint!r}"
-        )
+    if not isinstance(adjoint, str) or adjoint not in _FORMER_NAMES:
+        check_choice(adjoint, "adjoint", _ADJOINTS, alternative="a diffrax adjoint")
     adjoint = _FORMER_NAMES.get(adjoint, adjoint)
     check_int(num_steps, "num_steps", minimum=1)
     if adjoint == EVERY_STEP:
@@ -371,6 +367,9 @@ def split_velocity(model: nnx.Module) -> tuple[Callable[..., jax.Array], Any]:
     return _merged_velocity(graphdef), state
 
 
+# One velocity function per graph definition (graphdefs are hashable and compare by structure):
+# models of the same architecture give the same function object, so the solvers and the jit
+# caches keyed on ``velocity_fn`` reuse their traces instead of re-tracing per split.
 @functools.lru_cache(maxsize=64)
 def _merged_velocity(graphdef):
     def velocity_fn(params, x, t):

@@ -51,6 +51,22 @@ class StepMemory(NamedTuple):
     source: str
     compiled: Any
 
+    def summary(self) -> dict:
+        """The numbers as a JSON-ready dict, with ``compiled_bytes = temp + output`` (the
+        program's own buffers; ``temp`` alone with the fallback).
+
+        Examples:
+          >>> StepMemory(100, 8, 4, 112, "memory_analysis", None).summary()["compiled_bytes"]
+          104
+        """
+        return {
+            "temp_bytes": self.temp_bytes,
+            "output_bytes": self.output_bytes,
+            "compiled_bytes": self.temp_bytes + (self.output_bytes or 0),
+            "peak_bytes": self.peak_bytes,
+            "source": self.source,
+        }
+
 
 def saved_residual_bytes(fn: Callable[..., Any], *args: Any) -> int:
     """Bytes of the residuals JAX saves for ``fn``'s backward pass, its arguments excluded.

@@ -29,6 +29,7 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_array,
+    check_choice,
     check_int,
     check_positive_int,
     check_real_array,
@@ -46,7 +47,10 @@ __all__ = [
     "lower_half_mask",
     "matrix_operator",
     "parallel_beam_operator",
+    "task_operator",
 ]
+
+TASKS = ("inpainting", "superres", "ct")  # MS-Flow's three image tasks
 
 
 def _broadcast(v: jax.Array, like: jax.Array) -> jax.Array:
@@ -536,3 +540,35 @@ def parallel_beam_operator(
     return _matrix_operator(
         matrix.reshape(num_angles * bins, h * w), dtype, "parallel-beam projector"
     )
+
+
+def task_operator(task: str, image_shape: tuple[int, int], *, ct_angles: int = 6) -> LinearOperator:
+    """The forward model of one of MS-Flow's image tasks on ``(H, W)`` images.
+
+    * ``"inpainting"``: the lower half missing (:func:`inpainting_operator` of
+      :func:`lower_half_mask`);
+    * ``"superres"``: ×2 super-resolution, 2x2 average pooling (:func:`average_pool_operator`);
+    * ``"ct"``: a parallel-beam projector with ``ct_angles`` angles
+      (:func:`parallel_beam_operator`).
+
+    Args:
+      task: ``"inpainting"``, ``"superres"`` or ``"ct"``.
+      image_shape: ``(H, W)`` (even sides for ``"superres"``).
+      ct_angles: projection angles of ``"ct"`` (ignored otherwise).
+
+    Returns:
+      A :class:`LinearOperator` on flattened images (``H · W`` inputs).
+
+    Examples:
+      >>> [task_operator(t, (8, 8)).output_size for t in ("inpainting", "superres", "ct")]
+      [64, 16, 78]
+
+    References:
+      A. Denker et al., "Trajectory Stitching ..." (MS-Flow), ICML 2026 (the three tasks).
+    """
+    check_choice(task, "task", TASKS)
+    if task == "inpainting":
+        return inpainting_operator(lower_half_mask(image_shape))
+    if task == "superres":
+        return average_pool_operator(2, image_shape)
+    return parallel_beam_operator(image_shape, ct_angles)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
@@ -42,6 +43,7 @@ from jaxlab._src.validation import (
     check_array,
     check_callable,
     check_choice,
+    check_instance,
     check_nonnegative,
     check_positive,
     check_positive_int,
@@ -112,6 +114,30 @@ def _check_measurement(y, operator: LinearOperator, name: str = "y") -> jax.Arra
     return y
 
 
+@dataclasses.dataclass(eq=False)
+class _LatentSolver(IterativeSolver):
+    """What both solvers share: the prior, σ, Adam on the latents with λ R(z_0), and the loop
+    settings (``implicit_diff`` off: the schedule's end point is not a tight root). Each
+    subclass declares ``learning_rate`` and ``prior_weight`` among its own positional fields."""
+
+    velocity_fn: Callable[[Any, jax.Array, jax.Array], jax.Array]
+    noise_std: float
+    _: dataclasses.KW_ONLY
+    maxiter: int = 200
+    tol: float = 0.0
+    implicit_diff: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_velocity(self.velocity_fn)
+        check_positive(self.noise_std, "noise_std")
+        check_positive(self.learning_rate, "learning_rate")
+        check_nonnegative(self.prior_weight, "prior_weight")
+
+    def _optimizer(self):
+        return optax.adam(self.learning_rate)
+
+
 # --------------------------------------------------------------------------------------------
 # Single shooting (D-Flow).
 
@@ -142,7 +168,7 @@ class SingleShootingState(NamedTuple):
 
 
 @dataclasses.dataclass(eq=False)
-class SingleShooting(IterativeSolver):
+class SingleShooting(_LatentSolver):
     """D-Flow: Adam on the initial noise ``z`` through the whole flow ``Φ_{0→1}`` (the baseline).
 
     Minimises ``J(z) = (1/2σ²)||A Φ_{0→1}(z) - y||² + λ R(z)`` (:func:`radial_prior`), the
@@ -184,33 +210,20 @@ class SingleShooting(IterativeSolver):
       ICML 2024 (arXiv 2402.14017).
     """
 
-    velocity_fn: Callable[[Any, jax.Array, jax.Array], jax.Array]
-    noise_std: float
     num_steps: int = 32
     learning_rate: float = 0.05
     prior_weight: float = 1.0
     method: Any = "heun"
     adjoint: Any = "every_step"
-    _: dataclasses.KW_ONLY
-    maxiter: int = 200
-    tol: float = 0.0
-    implicit_diff: bool = False
 
     def __post_init__(self):
         super().__post_init__()
-        _check_velocity(self.velocity_fn)
-        check_positive(self.noise_std, "noise_std")
         check_positive_int(self.num_steps, "num_steps")
-        check_positive(self.learning_rate, "learning_rate")
-        check_nonnegative(self.prior_weight, "prior_weight")
         _check_every_step(
             diffrax_solver(self.method), diffrax_adjoint(self.adjoint, self.num_steps)
         )
 
     # -- pieces ------------------------------------------------------------------------------
-    def _optimizer(self):
-        return optax.adam(self.learning_rate)
-
     def decode(self, params: ArrayLike, velocity_params: Any) -> jax.Array:
         """``Φ_{0→1}(z)``: the reconstruction of a latent ``z``.
 
@@ -341,7 +354,7 @@ class MSFlowState(NamedTuple):
 
 
 @dataclasses.dataclass(eq=False)
-class MSFlow(IterativeSolver):
+class MSFlow(_LatentSolver):
     """MS-Flow: multiple shooting over S segments with stitching penalties and a data step.
 
     Params are the stacked trajectory ``z_0..z_S`` (S + 1, D); start from exact stitching with
@@ -395,8 +408,6 @@ class MSFlow(IterativeSolver):
       Inverse Problems with Flow-Based Models", ICML 2026 (arXiv 2602.08538).
     """
 
-    velocity_fn: Callable[[Any, jax.Array, jax.Array], jax.Array]
-    noise_std: float
     num_segments: int = 4
     steps_per_segment: int = 8
     mu_start: float = 1.0
@@ -405,23 +416,15 @@ class MSFlow(IterativeSolver):
     prior_weight: float = 1.0
     jacobian: Literal["identity", "vjp"] = "identity"
     method: Any = "heun"
-    _: dataclasses.KW_ONLY
-    maxiter: int = 200
-    tol: float = 0.0
-    implicit_diff: bool = False
 
     def __post_init__(self):
         super().__post_init__()
-        _check_velocity(self.velocity_fn)
-        check_positive(self.noise_std, "noise_std")
         check_positive_int(self.num_segments, "num_segments")
         check_positive_int(self.steps_per_segment, "steps_per_segment")
         mu0 = check_positive(self.mu_start, "mu_start")
         check_positive(self.mu_end, "mu_end")
         if mu0 is not None:
             check_real(self.mu_end, "mu_end", minimum=mu0)
-        check_positive(self.learning_rate, "learning_rate")
-        check_nonnegative(self.prior_weight, "prior_weight")
         check_choice(self.jacobian, "jacobian", _JACOBIANS)
         diffrax_solver(self.method)
 
@@ -430,9 +433,6 @@ class MSFlow(IterativeSolver):
     def num_steps(self) -> int:
         """``N = S · n_sub``, the ODE steps of the whole trajectory."""
         return self.num_segments * self.steps_per_segment
-
-    def _optimizer(self):
-        return optax.adam(self.learning_rate)
 
     def _times(self, dtype):
         grid = jnp.arange(self.num_segments + 1, dtype=dtype) / self.num_segments
@@ -503,12 +503,15 @@ class MSFlow(IterativeSolver):
         """``x̂ = Φ_{0→1}(z_0)``: the trajectory re-simulated from its start (exactly on the flow).
 
         Examples:
+          Only ``z_0`` matters: moving the later states leaves the re-simulation on the flow.
+
           >>> import jax.numpy as jnp
           >>> from jaxlab.inverse import GaussianMixtureFlow, three_mode_mixture
+          >>> flow = three_mode_mixture()
           >>> solver = MSFlow(GaussianMixtureFlow.velocity, noise_std=0.05, num_segments=2,
           ...                 steps_per_segment=5)
-          >>> z = solver.init_params(jnp.array([0.3, -0.2]), three_mode_mixture())
-          >>> bool(jnp.allclose(solver.resimulate(z, three_mode_mixture()), z[-1]))
+          >>> z = solver.init_params(jnp.array([0.3, -0.2]), flow)
+          >>> bool(jnp.allclose(solver.resimulate(z.at[1:].add(1.0), flow), z[-1]))
           True
         """
         return self.init_params(jnp.asarray(params)[0], velocity_params)[-1]
@@ -746,86 +749,112 @@ def _batched(z0, y, name="z0"):
     return z0, y
 
 
+def _single_shooting_one(solver, z0, y, operator, velocity_params) -> ShootingResult:
+    z, state = solver.run(z0, y, operator, velocity_params)
+    return ShootingResult(
+        solver.decode(z, velocity_params),
+        z,
+        state.value,
+        state.error,
+        state.iter_num,
+        state.nonfinite_count,
+        state.status,
+    )
+
+
+def _msflow_one(solver, z0, y, operator, velocity_params) -> MSFlowResult:
+    start = solver.init_params(z0, velocity_params)
+    z, state = solver.run(start, y, operator, velocity_params)
+    return MSFlowResult(
+        z[-1],
+        solver.resimulate(z, velocity_params),
+        z,
+        state.error,
+        state.value,
+        state.mu,
+        state.iter_num,
+        state.nonfinite_count,
+        state.status,
+    )
+
+
+class _Configuration:
+    """A solver's type and field values: equal solvers (built at different call sites, e.g. a
+    test, an experiment and a doctest) share one front-end program and so one trace. A solver
+    with an unhashable setting (an array) is its own configuration."""
+
+    def __init__(self, solver):
+        self.solver = solver
+        self.key = (type(solver), *(getattr(solver, f.name) for f in dataclasses.fields(solver)))
+        try:
+            hash(self.key)
+        except TypeError:
+            self.key = (type(solver), id(solver))  # kept alive by the cache below
+
+    def __eq__(self, other):
+        return self.key == other.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+
 @functools.lru_cache(maxsize=32)
-def _single_program(solver: SingleShooting, batched: bool):
-    def one(z0, y, operator, velocity_params):
-        z, state = solver.run(z0, y, operator, velocity_params)
-        return ShootingResult(
-            solver.decode(z, velocity_params),
-            z,
-            state.value,
-            state.error,
-            state.iter_num,
-            state.nonfinite_count,
-            state.status,
+def _program(configuration: _Configuration, one, batched: bool):
+    """The front end's compiled program per configuration and batching (jax.jit caches per
+    shape)."""
+    # The loop runs inside this program's jit (and vmap), not a jit of its own.
+    fn = functools.partial(one, dataclasses.replace(configuration.solver, jit=False))
+    return jax.jit(jax.vmap(fn, in_axes=(0, 0, None, None)) if batched else fn)
+
+
+def _front_end(cls, one, front_end, solver, velocity_params, z0, y, operator, settings):
+    if isinstance(solver, cls):
+        if settings:
+            raise TypeError(
+                f"{front_end} takes its settings from the {cls.__name__} it is given, got also "
+                f"{sorted(settings)} (use dataclasses.replace(solver, ...))"
+            )
+    elif callable(solver):
+        warnings.warn(
+            f"{front_end}(velocity_fn, velocity_params, z0, y, operator, noise_std=..., ...) is "
+            f"deprecated: pass a {cls.__name__}(velocity_fn, noise_std, ...) as the first "
+            "argument instead (every setting is a field of the solver)",
+            DeprecationWarning,
+            stacklevel=3,
         )
-
-    return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)) if batched else one)
-
-
-@functools.lru_cache(maxsize=32)
-def _msflow_program(solver: MSFlow, batched: bool):
-    def one(z0, y, operator, velocity_params):
-        start = solver.init_params(z0, velocity_params)
-        z, state = solver.run(start, y, operator, velocity_params)
-        return MSFlowResult(
-            z[-1],
-            solver.resimulate(z, velocity_params),
-            z,
-            state.error,
-            state.value,
-            state.mu,
-            state.iter_num,
-            state.nonfinite_count,
-            state.status,
-        )
-
-    return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)) if batched else one)
-
-
-@functools.lru_cache(maxsize=32)
-def _cached_solver_of(cls, velocity_fn, noise_std, options: tuple):
-    return cls(velocity_fn, noise_std, **dict(options))
-
-
-def _cached_solver(cls, velocity_fn, noise_std, options: tuple):
-    """One solver (and so one compiled program) per configuration; unhashable settings (arrays)
-    build a fresh solver, whose constructor then checks them."""
-    try:
-        hash((velocity_fn, noise_std, options))
-    except TypeError:
-        return cls(velocity_fn, noise_std, **dict(options))
-    return _cached_solver_of(cls, velocity_fn, noise_std, options)
+        solver = cls(solver, **settings)
+    else:
+        check_instance(solver, cls, "solver", f"the configured solver {front_end} runs")
+    z0, y = _batched(z0, y)
+    check_operator(operator, z0.shape[-1], "z0")
+    _check_measurement(y[0] if y.ndim == 2 else y, operator)
+    return _program(_Configuration(solver), one, z0.ndim == 2)(z0, y, operator, velocity_params)
 
 
 def single_shooting(
-    velocity_fn: Callable[[Any, jax.Array, jax.Array], jax.Array],
+    solver: SingleShooting,
     velocity_params: Any,
     z0: ArrayLike,
     y: ArrayLike,
     operator: LinearOperator,
-    *,
-    noise_std: float,
-    num_steps: int = 32,
-    maxiter: int = 200,
-    learning_rate: float = 0.05,
-    prior_weight: float = 1.0,
-    method: Any = "heun",
-    adjoint: Any = "every_step",
+    **deprecated_settings: Any,
 ) -> ShootingResult:
-    """D-Flow (single shooting) on one problem or a batch: :class:`SingleShooting` ``run``.
+    """D-Flow (single shooting) on one problem or a batch: ``solver.run`` from ``z0``.
 
     ``z0`` (D,) or (B, D) initial noise, ``y`` (M,) or (B, M) measurements (the operator is
-    shared). The compiled program is cached per configuration, so repeated calls with the same
-    settings and shapes do not recompile.
+    shared). The compiled program is cached per configuration (equal solvers share it), so
+    repeated calls with the same settings and shapes do not recompile.
 
     Args:
-      velocity_fn, velocity_params: the flow prior (``velocity_fn(params, x, t)``).
+      solver: a :class:`SingleShooting` (its fields are every setting: σ, N, Adam's step, λ,
+        method, adjoint, ``maxiter``). Deprecated: the velocity function, with the former
+        keyword settings (``noise_std=..., num_steps=...``) in ``deprecated_settings``, which
+        build the solver, with a ``DeprecationWarning``.
+      velocity_params: the flow prior's parameters (``solver.velocity_fn(params, x, t)``).
       z0: initial latents.
       y: measurements.
       operator: the forward model.
-      noise_std, num_steps, maxiter, learning_rate, prior_weight, method, adjoint: see
-        :class:`SingleShooting`.
+      **deprecated_settings: the former keyword settings (only with a velocity function).
 
     Returns:
       A :class:`ShootingResult`.
@@ -837,8 +866,9 @@ def single_shooting(
       >>> x = flow.sample(jax.random.key(0), 8)  # eight problems: observe x₁ with σ = 0.05
       >>> y = x[:, :1] + 0.05 * jax.random.normal(jax.random.key(1), (8, 1))
       >>> z0 = jax.random.normal(jax.random.key(2), (8, 2))
-      >>> out = single_shooting(GaussianMixtureFlow.velocity, flow, z0, y, op, noise_std=0.05,
-      ...                       num_steps=8, maxiter=300)
+      >>> solver = SingleShooting(GaussianMixtureFlow.velocity, noise_std=0.05, num_steps=8,
+      ...                         maxiter=300)
+      >>> out = single_shooting(solver, flow, z0, y, op)
       >>> out.reconstruction.shape, out.status.tolist() == [2] * 8  # 2: MAXITER
       ((8, 2), True)
       >>> # x₁ fitted to 3σ in 6 of 8: the descent through the whole flow can stall (msflow's
@@ -849,66 +879,59 @@ def single_shooting(
     References:
       H. Ben-Hamu et al., D-Flow, ICML 2024 (arXiv 2402.14017).
     """
-    options = (
-        ("num_steps", num_steps),
-        ("learning_rate", learning_rate),
-        ("prior_weight", prior_weight),
-        ("method", method),
-        ("adjoint", adjoint),
-        ("maxiter", maxiter),
-        ("jit", False),  # run inside the cached, jitted (and vmapped) program
+    return _front_end(
+        SingleShooting,
+        _single_shooting_one,
+        "single_shooting",
+        solver,
+        velocity_params,
+        z0,
+        y,
+        operator,
+        deprecated_settings,
     )
-    solver = _cached_solver(SingleShooting, velocity_fn, noise_std, options)
-    z0, y = _batched(z0, y)
-    check_operator(operator, z0.shape[-1], "z0")
-    _check_measurement(y[0] if y.ndim == 2 else y, operator)
-    return _single_program(solver, z0.ndim == 2)(z0, y, operator, velocity_params)
 
 
 def msflow(
-    velocity_fn: Callable[[Any, jax.Array, jax.Array], jax.Array],
+    solver: MSFlow,
     velocity_params: Any,
     z0: ArrayLike,
     y: ArrayLike,
     operator: LinearOperator,
-    *,
-    noise_std: float,
-    num_segments: int = 4,
-    steps_per_segment: int = 8,
-    maxiter: int = 200,
-    mu_start: float = 1.0,
-    mu_end: float = 1e3,
-    learning_rate: float = 0.05,
-    prior_weight: float = 1.0,
-    jacobian: str = "identity",
-    method: Any = "heun",
+    **deprecated_settings: Any,
 ) -> MSFlowResult:
-    """MS-Flow on one problem or a batch: the stitched start from ``z0``, then :class:`MSFlow`.
+    """MS-Flow on one problem or a batch: the stitched start from ``z0``, then ``solver.run``.
 
     The trajectory starts exactly stitched (``z_{k+1} = Φ_k(z_k)``, so the first objective is
-    D-Flow's at ``z0``). The compiled program is cached per configuration.
+    D-Flow's at ``z0``). The compiled program is cached per configuration, as for
+    :func:`single_shooting`.
 
     Args:
-      velocity_fn, velocity_params: the flow prior.
+      solver: an :class:`MSFlow` (its fields are every setting: σ, S, n_sub, the μ schedule,
+        Adam's step, λ, the Jacobian, method, ``maxiter``). Deprecated: the velocity function,
+        with the former keyword settings in ``deprecated_settings``, which build the solver,
+        with a ``DeprecationWarning``.
+      velocity_params: the flow prior's parameters.
       z0: initial latents (D,) or (B, D).
       y: measurements (M,) or (B, M).
-      operator: the forward model.
-      noise_std: ``σ > 0``.
-      num_segments, steps_per_segment, maxiter, mu_start, mu_end: see :class:`MSFlow`.
-      learning_rate, prior_weight, jacobian, method: see :class:`MSFlow`.
+      operator: the forward model (one for the whole batch).
+      **deprecated_settings: the former keyword settings (only with a velocity function).
 
     Returns:
       An :class:`MSFlowResult`.
 
     Examples:
+      The problems of :func:`single_shooting`'s example, with S = 4 segments of 2 steps:
+
       >>> import jax, jax.numpy as jnp
       >>> from jaxlab.inverse import GaussianMixtureFlow, matrix_operator, three_mode_mixture
+      >>> solver = MSFlow(GaussianMixtureFlow.velocity, noise_std=0.05, steps_per_segment=2,
+      ...                 maxiter=300)
       >>> flow, op = three_mode_mixture(), matrix_operator(jnp.array([[1.0, 0.0]]))
       >>> x = flow.sample(jax.random.key(0), 8)  # eight problems: observe x₁ with σ = 0.05
       >>> y = x[:, :1] + 0.05 * jax.random.normal(jax.random.key(1), (8, 1))
       >>> z0 = jax.random.normal(jax.random.key(2), (8, 2))
-      >>> out = msflow(GaussianMixtureFlow.velocity, flow, z0, y, op, noise_std=0.05,
-      ...              steps_per_segment=2, maxiter=300)
+      >>> out = msflow(solver, flow, z0, y, op)
       >>> int((jnp.abs(out.reconstruction[:, 0] - y[:, 0]) < 0.15).sum())
       8
       >>> bool(jnp.all(out.stitching_gap < 0.1)), out.nonfinite_count.tolist() == [0] * 8
@@ -917,20 +940,6 @@ def msflow(
     References:
       A. Denker et al., MS-Flow, ICML 2026 (arXiv 2602.08538).
     """
-    options = (
-        ("num_segments", num_segments),
-        ("steps_per_segment", steps_per_segment),
-        ("mu_start", mu_start),
-        ("mu_end", mu_end),
-        ("learning_rate", learning_rate),
-        ("prior_weight", prior_weight),
-        ("jacobian", jacobian),
-        ("method", method),
-        ("maxiter", maxiter),
-        ("jit", False),
+    return _front_end(
+        MSFlow, _msflow_one, "msflow", solver, velocity_params, z0, y, operator, deprecated_settings
     )
-    solver = _cached_solver(MSFlow, velocity_fn, noise_std, options)
-    z0, y = _batched(z0, y)
-    check_operator(operator, z0.shape[-1], "z0")
-    _check_measurement(y[0] if y.ndim == 2 else y, operator)
-    return _msflow_program(solver, z0.ndim == 2)(z0, y, operator, velocity_params)

@@ -37,6 +37,7 @@ from jaxlab._src.validation import (
     check_indices,
     check_int,
     check_last_axis,
+    check_learning_rate,
     check_nonnegative,
     check_positive,
     check_positive_int,
@@ -712,10 +713,11 @@ def language_model_loss(model: SimpleGPT, tokens: jax.Array, targets: jax.Array)
       >>> bool(jnp.allclose(language_model_loss(model, tokens, tokens), manual))
       True
     """
-    if not callable(getattr(model, "loss_and_aux", None)):
-        raise TypeError(
-            f"model must be a SimpleGPT (a module with loss_and_aux), got {type(model).__name__}"
-        )
+    check_callable(
+        getattr(model, "loss_and_aux", None),
+        "model.loss_and_aux",
+        signature="loss_and_aux(tokens, targets) -> (loss, aux), as a SimpleGPT's",
+    )
     return model.loss_and_aux(tokens, targets)[0]
 
 
@@ -776,8 +778,7 @@ def simplegpt_optimizer(
       Array([-0.00367, -0.00367, -0.00367], dtype=float32)
     """
     check_nonnegative(weight_decay, "weight_decay")
-    if not callable(learning_rate):
-        check_positive(learning_rate, "learning_rate")
+    check_learning_rate(learning_rate)
     return optax.chain(
         optax.clip_by_global_norm(1.0),
         optax.adamw(learning_rate, b1=0.9, b2=0.95, eps=1e-8, weight_decay=weight_decay),

@@ -54,12 +54,13 @@ def _nan_reported(out, field):
 
 def _single_nan():
     flow, z0, y = _toy_with_a_nan_measurement()
-    return I.single_shooting(_V, flow, z0, y, _op(), noise_std=0.05, num_steps=8, maxiter=300)
+    solver = I.SingleShooting(_V, 0.05, num_steps=8, maxiter=300)
+    return I.single_shooting(solver, flow, z0, y, _op())
 
 
 def _multi_nan():
     flow, z0, y = _toy_with_a_nan_measurement()
-    return I.msflow(_V, flow, z0, y, _op(), noise_std=0.05, steps_per_segment=2, maxiter=300)
+    return I.msflow(I.MSFlow(_V, 0.05, steps_per_segment=2, maxiter=300), flow, z0, y, _op())
 
 
 for _name, _reason in {
@@ -69,6 +70,7 @@ for _name, _reason in {
     "SingleShootingState": "a state NamedTuple built by SingleShooting.init_state",
     "DigitsSplit": "a NamedTuple returned by digits_images",
     "StepMemory": "a NamedTuple returned by step_memory",
+    "Reconstruction": "a NamedTuple returned by BatchedReconstructor.reconstruct",
     "LinearOperator": "an abstract base class (subclasses define matvec/rmatvec); operators are "
     "checked where they are used (check_operator)",
     "InpaintingOperator": "a pytree dataclass built by inpainting_operator, which validates",
@@ -196,6 +198,26 @@ probes(
     ),
 )
 probes(
+    _P + "task_operator",
+    raises("task", lambda: I.task_operator("deblur", (8, 8)), ValueError),
+    raises("image_shape", lambda: I.task_operator("superres", (7, 8)), ValueError, "odd side"),
+    raises("num_angles", lambda: I.task_operator("ct", (8, 8), ct_angles=0), ValueError),
+)
+probes(
+    _P + "BatchedReconstructor",
+    raises("solver", lambda: I.BatchedReconstructor(_V, _flow(), _op(), 2), TypeError),
+    raises(
+        "operator",
+        lambda: I.BatchedReconstructor(I.SingleShooting(_V, 0.05), _flow(), jnp.eye(2), 2),
+        TypeError,
+    ),
+    raises(
+        "batch_size",
+        lambda: I.BatchedReconstructor(I.MSFlow(_V, 0.05), _flow(), _op(), 0),
+        ValueError,
+    ),
+)
+probes(
     _P + "radial_prior",
     raises("z", lambda: I.radial_prior(jnp.ones(())), ValueError, "scalar"),
     raises("z", lambda: I.radial_prior("z"), TypeError),
@@ -244,14 +266,14 @@ def _single(**overrides):
     kwargs = dict(noise_std=0.05, num_steps=2, maxiter=3)
     kwargs.update(overrides)
     z0, y, op = kwargs.pop("z0", _Z0), kwargs.pop("y", _Y), kwargs.pop("operator", _op())
-    return I.single_shooting(_V, _flow(), z0, y, op, **kwargs)
+    return I.single_shooting(I.SingleShooting(_V, **kwargs), _flow(), z0, y, op)
 
 
 def _multi(**overrides):
     kwargs = dict(noise_std=0.05, num_segments=2, steps_per_segment=1, maxiter=3)
     kwargs.update(overrides)
     z0, y, op = kwargs.pop("z0", _Z0), kwargs.pop("y", _Y), kwargs.pop("operator", _op())
-    return I.msflow(_V, _flow(), z0, y, op, **kwargs)
+    return I.msflow(I.MSFlow(_V, **kwargs), _flow(), z0, y, op)
 
 
 probes(

@@ -11,6 +11,8 @@ from flax import nnx
 from jaxlab.inverse import (
     GaussianMixtureFlow,
     VelocityMLP,
+    diffrax_adjoint,
+    diffrax_solver,
     flow_matching_loss,
     integrate_flow,
     split_velocity,
@@ -142,3 +144,11 @@ def test_training_a_velocity_mlp_approaches_the_exact_loss():
     best = float(flow_matching_loss(exact, flow, key, held_out))
     worst = float(flow_matching_loss(zero, flow, key, held_out))
     assert best <= trained < best + 0.15 * (worst - best), (best, trained, worst)
+
+
+def test_unknown_method_or_adjoint_names_the_choices_and_the_alternative():
+    with pytest.raises(ValueError, match=r"method must be one of \('euler', 'heun', 'midpoint'\) "):
+        diffrax_solver("rk4")
+    with pytest.raises(ValueError, match=r"adjoint must be one of .* or a diffrax adjoint, got 3"):
+        diffrax_adjoint(3, 8)
+    assert diffrax_adjoint("backprop", 8).checkpoints == 8  # the earlier name still accepted

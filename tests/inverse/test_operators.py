@@ -14,6 +14,7 @@ from jaxlab.inverse import (
     lower_half_mask,
     matrix_operator,
     parallel_beam_operator,
+    task_operator,
 )
 
 
@@ -117,3 +118,16 @@ def test_one_program_serves_every_mask():
     for _ in range(3):
         apply(inpainting_operator(rng.random(16) < 0.5), jnp.ones(16))
     assert len(traces) == 1
+
+
+def test_task_operator_builds_the_papers_three_tasks():
+    x = jax.random.normal(jax.random.key(0), (64,))
+    expected = {
+        "inpainting": inpainting_operator(lower_half_mask((8, 8))),
+        "superres": average_pool_operator(2, (8, 8)),
+        "ct": parallel_beam_operator((8, 8), 4),
+    }
+    for task, operator in expected.items():
+        built = task_operator(task, (8, 8), ct_angles=4)
+        assert type(built) is type(operator)
+        np.testing.assert_array_equal(built.matvec(x), operator.matvec(x))

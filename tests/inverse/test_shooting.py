@@ -10,6 +10,7 @@ import pytest
 from flax import nnx
 
 from jaxlab.inverse import (
+    BatchedReconstructor,
     GaussianMixtureFlow,
     MSFlow,
     SingleShooting,
@@ -174,19 +175,11 @@ def test_both_methods_solve_the_2d_linear_inverse_problem():
     # The note's toy (A = [1, 0], σ = 0.05, 300 iterations, Adam 0.05), N = 8 Heun steps.
     flow, _, y, z0 = _toy_problems(8)
     op = matrix_operator(jnp.array(OBSERVE_X1))
+    velocity = GaussianMixtureFlow.velocity
     single = single_shooting(
-        GaussianMixtureFlow.velocity, flow, z0, y, op, noise_std=SIGMA, num_steps=8, maxiter=300
+        SingleShooting(velocity, SIGMA, num_steps=8, maxiter=300), flow, z0, y, op
     )
-    multi = msflow(
-        GaussianMixtureFlow.velocity,
-        flow,
-        z0,
-        y,
-        op,
-        noise_std=SIGMA,
-        steps_per_segment=2,
-        maxiter=300,
-    )
+    multi = msflow(MSFlow(velocity, SIGMA, steps_per_segment=2, maxiter=300), flow, z0, y, op)
     assert np.all(np.asarray(single.nonfinite_count) == 0)
     assert np.all(np.asarray(multi.nonfinite_count) == 0)
     solved = {}
@@ -211,6 +204,56 @@ def test_both_methods_solve_the_2d_linear_inverse_problem():
     assert np.all(np.asarray(multi.stitching_gap) < 0.1)
     np.testing.assert_allclose(multi.mu, 1e3, rtol=1e-4)  # the continuation reached μ_end
     assert np.all(np.asarray(multi.iterations) == 300)
+
+
+def test_front_end_keeps_the_solvers_program_and_the_former_keywords_still_work():
+    calls = []
+
+    def velocity(params, x, t):
+        calls.append(1)  # once per trace, never per execution
+        return GaussianMixtureFlow.velocity(params, x, t)
+
+    solver = SingleShooting(velocity, SIGMA, num_steps=2, maxiter=3)
+    flow, op = three_mode_mixture(), matrix_operator(jnp.array(OBSERVE_X1))
+    z0, y = jnp.array([[0.3, -0.2], [0.1, 0.4]]), jnp.array([[1.0], [-0.5]])
+    first = single_shooting(solver, flow, z0, y, op)
+    traced = len(calls)
+    second = single_shooting(solver, flow, z0 + 0.1, y, op)
+    assert traced > 0 and len(calls) == traced  # same solver and shapes: no new trace
+    assert not np.allclose(first.reconstruction, second.reconstruction)
+    with pytest.warns(DeprecationWarning, match="pass a SingleShooting"):
+        legacy = single_shooting(velocity, flow, z0, y, op, noise_std=SIGMA, num_steps=2, maxiter=3)
+    assert len(calls) == traced  # an equal solver (built anew) shares the program
+    for got, want in zip(legacy, first, strict=True):
+        np.testing.assert_array_equal(got, want)
+    other = single_shooting(SingleShooting(velocity, 2 * SIGMA, 2, maxiter=3), flow, z0, y, op)
+    assert len(calls) > traced  # any other setting: its own program
+    assert not np.allclose(other.value, first.value)
+
+
+@pytest.mark.parametrize(
+    "front_end,solver",
+    [
+        (single_shooting, SingleShooting(GaussianMixtureFlow.velocity, SIGMA)),
+        (msflow, MSFlow(GaussianMixtureFlow.velocity, SIGMA)),
+    ],
+)
+def test_front_end_settings_live_on_the_solver(front_end, solver):
+    # Every check here fails before anything is traced.
+    flow, op, y = three_mode_mixture(), matrix_operator(jnp.array(OBSERVE_X1)), jnp.ones(1)
+    with pytest.raises(TypeError, match=r"settings from the .* got also \['maxiter'\]"):
+        front_end(solver, flow, jnp.zeros(2), y, op, maxiter=5)
+    name = type(solver).__name__
+    with pytest.raises(TypeError, match=f"solver must be a {name} .* got str"):
+        front_end("heun", flow, jnp.zeros(2), y, op)
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'noise_std'"):
+        with pytest.warns(DeprecationWarning, match=f"pass a {name}"):
+            front_end(GaussianMixtureFlow.velocity, flow, jnp.zeros(2), y, op)
+    with pytest.raises(ValueError, match="z0 must have shape"):
+        with pytest.warns(DeprecationWarning, match=f"pass a {name}"):
+            front_end(
+                GaussianMixtureFlow.velocity, flow, jnp.zeros((1, 1, 2)), y, op, noise_std=1.0
+            )
 
 
 def test_every_step_scan_is_diffraxs_arithmetic_and_gradient(x64):
@@ -278,3 +321,22 @@ def test_each_arms_compiled_memory_follows_its_own_model():
     assert per_step["checkpointed"] == pytest.approx(state, rel=_ONE_STATE_REL_TOL), per_step
     assert per_step["checkpointed"] < activation_set, per_step  # activations are recomputed
     assert abs(per_step["msflow"]) * (hi - lo) <= _FLAT_SLACK_BYTES, per_step
+
+
+def test_batched_reconstructor_steps_to_the_front_ends_result():
+    # The harness runs maxiter compiled updates from the host; the front end runs the solver's
+    # own loop in one program: two paths to the same iterates. (Its MS-Flow path is the
+    # experiment's: tests/experiments/test_msflow.py runs it at smoke size.)
+    solver = SingleShooting(GaussianMixtureFlow.velocity, SIGMA, num_steps=2, maxiter=3)
+    flow, op = three_mode_mixture(), matrix_operator(jnp.array(OBSERVE_X1))
+    z0, y = jnp.array([[0.3, -0.2], [0.1, 0.4]]), jnp.array([[1.0], [-0.5]])
+    harness = BatchedReconstructor(solver, flow, op, batch_size=2)
+    assert harness.memory.source == "memory_analysis" and harness.memory.temp_bytes > 0
+    out = harness.reconstruct(z0, y)
+    whole = single_shooting(solver, flow, z0, y, op)
+    np.testing.assert_allclose(out.reconstruction, whole.reconstruction, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out.status, whole.status)  # 2: MAXITER after 3 updates
+    np.testing.assert_array_equal(out.nonfinite_count, whole.nonfinite_count)
+    assert out.resimulated is None and out.stitching_gap is None and out.step_seconds > 0
+    with pytest.raises(ValueError, match=r"y must have shape \(batch_size, M\) = \(2, 1\)"):
+        harness.reconstruct(z0, jnp.ones((3, 1)))

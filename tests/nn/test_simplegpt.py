@@ -468,7 +468,7 @@ def test_out_of_vocabulary_ids_are_rejected_when_concrete(tiny_models):
         language_model_loss(model, ok, jnp.zeros((1, 4)))
     with pytest.raises(TypeError, match="tokens must be an array of integers"):
         model("abcd")
-    with pytest.raises(TypeError, match="model must be a SimpleGPT"):
+    with pytest.raises(TypeError, match="model.loss_and_aux must be callable"):
         language_model_loss(object(), ok, ok)
 
 
