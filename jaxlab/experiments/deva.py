@@ -161,7 +161,7 @@ class DevaConfig(ExperimentConfig):
             lm_warmup=5, lm_lrs_muon=(1e-2, 3e-2, 1e-1), lm_lrs_deva=(1e-2, 3e-2, 1e-1),
             lm_lr_factor=3.0, lm_max_extensions=1, lm_corpus_bytes=100_000, lm_smooth=5,
             lm_seeds=2, lm_eval_batches=2,
-        )  # fmt: skip
+        )
 
     @classmethod
     def quick(cls) -> DevaConfig:
@@ -175,7 +175,7 @@ class DevaConfig(ExperimentConfig):
             lm_lrs_muon=(1e-3, 2e-3, 4e-3, 8e-3), lm_lrs_deva=(1e-3, 2e-3, 4e-3, 8e-3),
             lm_lrs_adamw=(5e-4, 1e-3, 2e-3, 4e-3), lm_max_extensions=3,
             lm_corpus_bytes=20_000_000, lm_smooth=200,
-        )  # fmt: skip
+        )
 
 
 # --------------------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ from jaxlab.nn._hessian import (
     hvp,
     preconditioned_top_eigenvalue,
     residual_stream_loss,
+    simplegpt_hessian_probe,
     top_eigenvalue,
 )
 from jaxlab.nn._invertible import (
@@ -109,8 +110,12 @@ from jaxlab.nn._simplegpt import (
     simplegpt_schedule,
 )
 from jaxlab.nn._text import (
+    LanguageModelRun,
+    language_model_program,
+    learning_rate_limits,
     loss_curve_stability,
     sample_batch,
+    sample_eval_batches,
     split_corpus,
     stdlib_byte_corpus,
     train_language_model,
@@ -143,6 +148,7 @@ __all__ = [
     "adam_sharpness_limit",
     "preconditioned_top_eigenvalue",
     "residual_stream_loss",
+    "simplegpt_hessian_probe",
     "ConditionalMADE",
     "ConvergenceFit",
     "DeepSetsEncoder",
@@ -177,8 +183,12 @@ __all__ = [
     "optimal_top_k",
     "predicted_loss",
     "rotary_embedding",
+    "LanguageModelRun",
+    "language_model_program",
+    "learning_rate_limits",
     "loss_curve_stability",
     "sample_batch",
+    "sample_eval_batches",
     "sample_latents",
     "scan_train",
     "simplegpt_optimizer",
