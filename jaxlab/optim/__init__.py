@@ -24,6 +24,19 @@ from jaxlab.optim._deva import (
     scale_by_deva_matrix,
     scale_by_deva_vector,
 )
+from jaxlab.optim._deva_problems import (
+    DEVA_LM_METHODS,
+    QUADRATIC_TOY_HETEROGENEOUS,
+    QUADRATIC_TOY_HOMOGENEOUS,
+    QUADRATIC_TOY_METHODS,
+    deva_lm_optimizer,
+    deva_muon_baseline,
+    quadratic_toy_curve,
+    quadratic_toy_optimizer,
+    quadratic_toy_problems,
+    quadratic_toy_schedule,
+    quadratic_toy_sweep,
+)
 from jaxlab.optim._ef_theory import (
     cgd_optimal_step_size,
     ef21_lyapunov,
@@ -83,6 +96,18 @@ __all__: list[str] = [
     "is_hidden_matrix",
     "newton_schulz_msign",
     "quadratic_toy_hessian",
+    # DeVA's problems (jaxlab/optim/_deva_problems.py)
+    "DEVA_LM_METHODS",
+    "QUADRATIC_TOY_HETEROGENEOUS",
+    "QUADRATIC_TOY_HOMOGENEOUS",
+    "QUADRATIC_TOY_METHODS",
+    "deva_lm_optimizer",
+    "deva_muon_baseline",
+    "quadratic_toy_curve",
+    "quadratic_toy_problems",
+    "quadratic_toy_optimizer",
+    "quadratic_toy_schedule",
+    "quadratic_toy_sweep",
     "scale_by_deva_matrix",
     "scale_by_deva_vector",
     # SOAP, the deva experiment's baseline; its eigenbasis bookkeeping is DeVA-S∞'s
