@@ -88,6 +88,13 @@ from jaxlab.nn._moe import (
     capacity_keep_mask,
     load_balancing_loss,
 )
+from jaxlab.nn._moe_problems import (
+    MoETopKProblem,
+    moe_compute_axis,
+    moe_language_model_problem,
+    moe_teacher_student_problem,
+    moe_top_k_trainer,
+)
 from jaxlab.nn._moe_theory import (
     ConvergenceFit,
     MoETeacherStudentTask,
@@ -160,6 +167,11 @@ __all__ = [
     "MixtureOfExperts",
     "MoEStats",
     "MoETeacherStudentTask",
+    "MoETopKProblem",
+    "moe_compute_axis",
+    "moe_language_model_problem",
+    "moe_teacher_student_problem",
+    "moe_top_k_trainer",
     "QuadMixerEncoder",
     "RouterOutput",
     "SimpleGPT",
