@@ -68,7 +68,17 @@ from jaxlab.optim._harm import (
     harm_train_step,
     solve_harm_dual,
 )
-from jaxlab.optim._harm_problems import mlp_exact_harm_train_step, mlp_logits_and_features
+from jaxlab.optim._harm_problems import (
+    HARM_ARMS,
+    MLPHarmTraining,
+    mlp_accuracy,
+    mlp_exact_harm_train_step,
+    mlp_harm_probe,
+    mlp_harm_step,
+    mlp_harm_step_seconds,
+    mlp_harm_training,
+    mlp_logits_and_features,
+)
 from jaxlab.optim._newton_schulz import newton_schulz_msign
 from jaxlab.optim._problems import (
     DistributedProblem,
@@ -126,6 +136,13 @@ __all__: list[str] = [
     "solve_harm_dual",
     "mlp_exact_harm_train_step",
     "mlp_logits_and_features",
+    "HARM_ARMS",
+    "MLPHarmTraining",
+    "mlp_accuracy",
+    "mlp_harm_probe",
+    "mlp_harm_step",
+    "mlp_harm_step_seconds",
+    "mlp_harm_training",
     # one-step gradient delay and its correction (jaxlab/optim/_delay.py)
     "DELAY_CORRECTIONS",
     "DelayState",
