@@ -54,6 +54,9 @@ from jaxlab.nn._disjunctive_problems import (
     input_decided_toy_rules,
     output_only_regression_task,
     output_only_target,
+    rule_network_apply,
+    rule_network_init,
+    rule_network_trainer,
     tightness_rules,
 )
 from jaxlab.nn._hessian import (
@@ -148,6 +151,9 @@ __all__ = [
     "input_decided_toy_rules",
     "output_only_regression_task",
     "output_only_target",
+    "rule_network_apply",
+    "rule_network_init",
+    "rule_network_trainer",
     "tightness_rules",
     "ActNormLU",
     "activation_hessian_top_eigenvalue",
