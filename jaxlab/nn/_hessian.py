@@ -580,7 +580,7 @@ def simplegpt_hessian_probe(
       ``opt_state`` (:func:`adam_preconditioner`), and ``preconditioned_dominant``;
     * ``raw``: ``λ_max(H)`` of the parameter Hessian (``P = I``);
     * ``residual_rms``: the RMS of the residual stream entering each block, and
-      ``sublayer_rms``, the model's :meth:`SimpleGPT.activation_rms`.
+      ``sublayer_rms``, the model's ``SimpleGPT.activation_rms``.
 
     Args:
       graphdef: the model's ``nnx`` graph definition (``nnx.split(model)[0]``).

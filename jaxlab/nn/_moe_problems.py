@@ -53,6 +53,10 @@ class MoETopKProblem(NamedTuple):
       moe_layers: MoE layers in a token's forward pass.
       tokens_per_batch: ``N``, tokens in one MoE call of a training step.
       info: a JSON-able description (``"task"``, ``"loss"``, ...).
+
+    Examples:
+      >>> MoETopKProblem._fields[:3]
+      ('make_model', 'sample', 'losses')
     """
 
     make_model: Callable[[int, jax.Array], nnx.Module]
@@ -295,7 +299,7 @@ def moe_compute_axis(
     """Per K: the analytic ``cost(K)`` beside the forward FLOPs per token each dispatch executes.
 
     Executed cost = the account's part outside the MoE layers (attention and head; 0 for the
-    teacher–student) + ``layers ·`` :meth:`MixtureOfExperts.dispatch_flops_per_token` at the
+    teacher–student) + ``layers ·`` ``MixtureOfExperts.dispatch_flops_per_token`` at the
     training batch's ``N`` tokens, for dense (masked) dispatch and for sparse dispatch with
     capacity buffers of ``ceil(c·K·N/M)`` slots per expert at each ``c`` in
     ``capacity_factors``; ``steps`` is ``T_K = round(budget / cost)`` under that account.

@@ -207,6 +207,10 @@ class LanguageModelRun(NamedTuple):
         training, stacked on a leading ``num_checkpoints`` axis (the last is the final state).
       losses: ``(steps,)`` training loss of every step.
       eval_loss: the mean loss of the final parameters over the held-out batches.
+
+    Examples:
+      >>> LanguageModelRun._fields
+      ('checkpoints', 'losses', 'eval_loss')
     """
 
     checkpoints: Any

@@ -423,6 +423,10 @@ class MLPHarmTraining(NamedTuple):
         :func:`mlp_harm_probe` on one batch per member.
 
     :meth:`train` runs them chunk by chunk.
+
+    Examples:
+      >>> MLPHarmTraining._fields
+      ('init', 'chunk', 'probe')
     """
 
     init: Callable
