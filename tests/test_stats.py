@@ -47,11 +47,14 @@ def test_compare_group_medians_and_steps_saving_by_hand():
     assert (out["left_median"], out["right_median"]) == (1.05, 2.05)
     assert out["bootstrap_share"] == 1.0 and out["decision"] == "holds"
     only_seed_1 = np.ones((3, 4), int)  # b's seed 1 (0.5) beats a's (1.2)
-    assert stats.compare_group_medians(finals, ("a",), ("b",), only_seed_1, 0.95)[
-        "decision"
-    ] == "contradicted"
-    assert stats.steps_saving([3.0, np.nan, 1.0], [2.0, 1.5, 1.2], 3) == (1.0, 3, None, -33.33333333333333)
-    np.testing.assert_array_equal(stats.finite_or_inf([np.inf, -np.inf, 2.0]), [np.inf, np.inf, 2.0])
+    assert (
+        stats.compare_group_medians(finals, ("a",), ("b",), only_seed_1, 0.95)["decision"]
+        == "contradicted"
+    )
+    saving = stats.steps_saving([3.0, np.nan, 1.0], [2.0, 1.5, 1.2], 3)
+    assert saving == (1.0, 3, None, pytest.approx(-100 / 3))  # not reached: counted as step 4
+    finite = stats.finite_or_inf([np.inf, -np.inf, 2.0])
+    np.testing.assert_array_equal(finite, [np.inf, np.inf, 2.0])
 
 
 def test_bracketed_grid_search_extends_until_bracketed_or_out_of_extensions():

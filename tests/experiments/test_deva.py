@@ -93,4 +93,3 @@ def test_smoke_profile_end_to_end(tmp_path):
         assert len(entry["final_f"]) == config.toy_seeds
     assert parts[0]["status"] == _toy_status(metrics)
     assert parts[1]["status"] == _lm_status(metrics["language_model"], config.lm_steps)
-

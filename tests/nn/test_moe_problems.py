@@ -28,7 +28,8 @@ def test_teacher_student_flop_account_is_the_layers_own():
         layer = nnx.eval_shape(lambda k=top_k: problem.make_model(k, jax.random.key(0)))
         assert layer.flops_per_token() == problem.overhead_flops + problem.flops_per_expert * top_k
     axis = jnn.moe_compute_axis(problem, (1, 4), 1e5, num_experts=4, capacity_factors=(1.0,))
-    assert axis["by_top_k"][4]["analytic"]["steps"] == round(1e5 / (axis["by_top_k"][4]["analytic"]["flops_per_token"]))
+    analytic = axis["by_top_k"][4]["analytic"]
+    assert analytic["steps"] == round(1e5 / analytic["flops_per_token"])
     assert set(axis["by_top_k"][1]) == {"analytic", "dense_masked", "sparse_c1.0"}
 
 
