@@ -324,6 +324,11 @@ def rule_network_apply(params: list[dict[str, jax.Array]], x: jax.Array) -> jax.
       >>> y.shape, bool(jnp.all((y > 0) & (y < 1)))
       ((4, 2), True)
     """
+    if not isinstance(params, list | tuple) or not params:
+        raise TypeError(
+            "params must be a non-empty list of {'w': (in, out), 'b': (out,)} layers "
+            f"(rule_network_init's layout), got {type(params).__name__}"
+        )
     h = x
     for layer in params[:-1]:
         h = jax.nn.relu(h @ layer["w"] + layer["b"][None, :])

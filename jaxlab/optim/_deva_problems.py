@@ -28,6 +28,8 @@ from jaxlab._src.validation import (
     check_bool,
     check_choice,
     check_key,
+    check_learning_rate,
+    check_nonnegative,
     check_positive_int,
 )
 from jaxlab.optim._deva import (
@@ -278,6 +280,9 @@ def deva_muon_baseline(
       (4, 4)
     """
 
+    check_learning_rate(learning_rate)
+    check_nonnegative(weight_decay, "weight_decay")
+
     def dimension_numbers(params: Any):
         labels = deva_matrix_labels(params)
         hidden = lambda label: optax.contrib.MuonDimensionNumbers() if label == "deva" else None
@@ -386,6 +391,7 @@ def deva_lm_optimizer(
       (4,)
     """
     check_choice(method, "method", DEVA_LM_METHODS)
+    check_learning_rate(learning_rate)
     if method == "adamw":
         return optax.adamw(learning_rate, b1=0.9, b2=0.95, weight_decay=weight_decay)
     if method == "muon":

@@ -650,4 +650,5 @@ def mlp_accuracy(params: Sequence[dict[str, jax.Array]], x: ArrayLike, y: ArrayL
       >>> float(mlp_accuracy(params, x, y))
       1.0
     """
+    _check_mlp(params)
     return jnp.mean(jnp.argmax(mlp_logits_and_features(params, x)[0], -1) == y)
