@@ -125,8 +125,9 @@ def steps_saving(reference_curve, candidate_curve, budget: int):
       ``(target, n_ref, n, saving_percent)`` with ``saving_percent = 100 (1 − n/n_ref)``.
 
     Examples:
-      >>> steps_saving([3.0, 2.0, 1.0, 1.5], [2.5, 1.0, 0.9, 0.8], 4)
-      (1.0, 3, 2, 33.33333333333333)
+      >>> target, n_ref, n, saving = steps_saving([3.0, 2.0, 1.0, 1.5], [2.5, 1.0, 0.9, 0.8], 4)
+      >>> target, n_ref, n, round(saving, 2)
+      (1.0, 3, 2, 33.33)
     """
     reference = finite_or_inf(reference_curve)
     target = float(np.min(reference))

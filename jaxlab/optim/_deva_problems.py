@@ -20,6 +20,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax.typing import ArrayLike
 
@@ -222,7 +223,7 @@ def quadratic_toy_curve(
     steps = check_positive_int(steps, "steps")
     batch = check_positive_int(batch_size, "batch_size")
     full_batch = check_bool(full_batch, "full_batch")
-    dim = math.prod(jnp.shape(eigenvalues))
+    dim = math.prod(np.shape(eigenvalues))
     h_key, x_key, sample_key = jax.random.split(rng_key, 3)
     h = quadratic_toy_hessian(h_key, eigenvalues)
     values, vectors = linalg.eigh(h)

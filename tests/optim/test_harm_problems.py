@@ -44,9 +44,11 @@ def test_probe_full_qp_leaves_no_first_order_harm_and_base_matches_first_order_h
     params = mlp_init(jax.random.key(2), (4, 8, 3))
     x, y = _data(8)
     tx = optax.sgd(0.1)
-    out = optim.mlp_harm_probe(
-        tx, params, tx.init(params), x, y, num_iterations=50, probe_ridges=(0.0,)
-    )
+    out = jax.jit(
+        lambda p: optim.mlp_harm_probe(
+            tx, p, tx.init(p), x, y, num_iterations=50, full_qp_iterations=300, probe_ridges=(0.0,)
+        )
+    )(params)
     assert float(out["full_qp"]) <= 1 / 8  # the exact QP: at most solver slack on one sample
     # base: the mean gradient's direction, measured independently from per-sample gradients.
     grads = jax.vmap(
