@@ -372,8 +372,8 @@ def mlp_harm_probe(
       >>> params = mlp_init(jax.random.key(0), (4, 8, 3))
       >>> tx = optax.sgd(0.1)
       >>> x, y = jax.random.normal(jax.random.key(1), (6, 4)), jax.numpy.arange(6) % 3
-      >>> out = mlp_harm_probe(tx, params, tx.init(params), x, y, num_iterations=50,
-      ...                      full_qp_iterations=200)
+      >>> out = jax.jit(lambda p: mlp_harm_probe(tx, p, tx.init(p), x, y, num_iterations=50,
+      ...                                        full_qp_iterations=200))(params)
       >>> float(out["full_qp"]) <= float(out["base"])
       True
     """
