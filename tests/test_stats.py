@@ -38,3 +38,39 @@ def test_examples_run():
 
     result = doctest.testmod(stats, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 3 and result.failed == 0
+
+
+def test_compare_group_medians_and_steps_saving_by_hand():
+    finals = {"a": np.array([1.0, 1.2, 0.8, 1.1]), "b": np.array([2.0, 0.5, 2.2, 2.1])}
+    everything = np.tile(np.arange(4), (1, 1))  # the one resample equal to the sample
+    out = stats.compare_group_medians(finals, ("a",), ("b",), everything, 0.95)
+    assert (out["left_median"], out["right_median"]) == (1.05, 2.05)
+    assert out["bootstrap_share"] == 1.0 and out["decision"] == "holds"
+    only_seed_1 = np.ones((3, 4), int)  # b's seed 1 (0.5) beats a's (1.2)
+    assert (
+        stats.compare_group_medians(finals, ("a",), ("b",), only_seed_1, 0.95)["decision"]
+        == "contradicted"
+    )
+    saving = stats.steps_saving([3.0, np.nan, 1.0], [2.0, 1.5, 1.2], 3)
+    assert saving == (1.0, 3, None, pytest.approx(-100 / 3))  # not reached: counted as step 4
+    finite = stats.finite_or_inf([np.inf, -np.inf, 2.0])
+    np.testing.assert_array_equal(finite, [np.inf, np.inf, 2.0])
+
+
+def test_bracketed_grid_search_extends_until_bracketed_or_out_of_extensions():
+    from jaxlab._src.tuning import bracketed_grid_search
+
+    calls = []
+
+    def score(lr):
+        calls.append(lr)
+        return (np.log10(lr) + 3) ** 2  # minimum at 1e-3
+
+    search = bracketed_grid_search(score, [1e-1, 1e-2], factor=10.0, max_extensions=5)
+    assert calls == [1e-1, 1e-2, 1e-3, 1e-4]
+    assert search.best == pytest.approx(1e-3) and search.bracketed and search.extensions == 2
+    capped = bracketed_grid_search(score, [1e-1, 1e-2], factor=10.0, max_extensions=1)
+    assert not capped.bracketed and capped.extensions == 1
+    nan_low = bracketed_grid_search(lambda lr: np.nan if lr < 0.5 else lr, [0.1, 1.0, 2.0])
+    assert nan_low.best == 1.0 and nan_low.bracketed  # NaN counts as +inf
+    assert bracketed_grid_search(lambda lr: None, [0.1, 1.0]) is None

@@ -12,7 +12,25 @@ import scipy.stats
 
 from jaxlab._src.validation import check_in_range, check_positive_int
 
-__all__ = ["steps_to_reach", "t_interval", "trailing_mean"]
+__all__ = [
+    "compare_group_medians",
+    "finite_or_inf",
+    "steps_saving",
+    "steps_to_reach",
+    "t_interval",
+    "trailing_mean",
+]
+
+
+def finite_or_inf(values) -> np.ndarray:
+    """Diverged runs (NaN or ±inf) count as +inf: worse than any finite value (float64).
+
+    Examples:
+      >>> finite_or_inf([1.0, float("nan"), -float("inf")]).tolist()
+      [1.0, inf, inf]
+    """
+    values = np.asarray(values, np.float64)
+    return np.where(np.isfinite(values), values, np.inf)
 
 
 def trailing_mean(values, window: int) -> np.ndarray:
@@ -57,3 +75,63 @@ def t_interval(values, confidence: float) -> tuple[float, float, float]:
     half = scipy.stats.t.ppf(0.5 + confidence / 2, values.size - 1) * np.std(values, ddof=1)
     half /= math.sqrt(values.size)
     return mean, float(mean - half), float(mean + half)
+
+
+def compare_group_medians(
+    finals: dict, smaller, larger, resamples: np.ndarray, confidence: float
+) -> dict:
+    """Is ``min_a median(finals[a]) < min_b median(finals[b])`` (a in smaller, b in larger)?
+
+    Decided by a paired bootstrap over seeds: ``resamples`` ``(B, seeds)`` are seed indices
+    shared by every entry of ``finals`` (name -> per-seed values). The comparison ``holds`` when
+    it holds in at least ``1 − (1 − confidence)/2`` of the resamples, is ``contradicted`` when it
+    holds in at most ``(1 − confidence)/2`` (a two-sided interval that excludes equality), and is
+    ``undecided`` otherwise.
+
+    Examples:
+      >>> import numpy as np
+      >>> finals = {"a": np.array([1.0, 1.1, 0.9]), "b": np.array([2.0, 2.1, 1.9])}
+      >>> resamples = np.random.default_rng(0).integers(0, 3, (200, 3))
+      >>> compare_group_medians(finals, ("a",), ("b",), resamples, 0.95)["decision"]
+      'holds'
+    """
+    confidence = check_in_range(confidence, "confidence", 0.0, 1.0)
+
+    def group_median(names, idx):
+        return np.min([np.median(finals[n][idx], -1) for n in names], 0)
+
+    left, right = group_median(smaller, slice(None)), group_median(larger, slice(None))
+    share = float(np.mean(group_median(smaller, resamples) < group_median(larger, resamples)))
+    tail = (1.0 - confidence) / 2.0
+    decision = "holds" if share >= 1 - tail else "contradicted" if share <= tail else "undecided"
+    return {
+        "smaller": list(smaller),
+        "larger": list(larger),
+        "left_median": float(left),
+        "right_median": float(right),
+        "bootstrap_share": share,
+        "decision": decision,
+    }
+
+
+def steps_saving(reference_curve, candidate_curve, budget: int):
+    """The candidate's saving in steps to reach the reference's best (smoothed) loss.
+
+    The target is the reference curve's minimum, reached at 1-based step ``n_ref``; the candidate
+    reaches it at ``n`` (:func:`steps_to_reach`; None when it does not within the curve, then
+    counted as ``budget + 1``: an upper bound on the saving). Non-finite values count as ``+inf``.
+
+    Returns:
+      ``(target, n_ref, n, saving_percent)`` with ``saving_percent = 100 (1 − n/n_ref)``.
+
+    Examples:
+      >>> target, n_ref, n, saving = steps_saving([3.0, 2.0, 1.0, 1.5], [2.5, 1.0, 0.9, 0.8], 4)
+      >>> target, n_ref, n, round(saving, 2)
+      (1.0, 3, 2, 33.33)
+    """
+    reference = finite_or_inf(reference_curve)
+    target = float(np.min(reference))
+    reference_steps = int(np.argmin(reference)) + 1
+    candidate_steps = steps_to_reach(candidate_curve, target)
+    counted = candidate_steps if candidate_steps is not None else budget + 1
+    return target, reference_steps, candidate_steps, 100.0 * (1.0 - counted / reference_steps)

@@ -36,19 +36,22 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
-from flax import nnx
 from matplotlib.figure import Figure
 
 from jaxlab import nn as jnn
 from jaxlab import optim
-from jaxlab._src import linalg
 from jaxlab._src import parts as _parts
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab._src.parts import unit
-from jaxlab._src.stats import steps_to_reach, t_interval, trailing_mean
+from jaxlab._src.stats import (
+    compare_group_medians,
+    finite_or_inf,
+    steps_saving,
+    t_interval,
+    trailing_mean,
+)
 from jaxlab._src.threads import single_threaded_blas
-from jaxlab.optim import quadratic_toy_hessian
+from jaxlab._src.tuning import bracketed_grid_search
 
 __all__ = ["DevaConfig", "run"]
 
@@ -59,10 +62,8 @@ CLAIM = (
     "(6.6 % fewer on a 275M NanoGPT)."
 )
 
-_HETEROGENEOUS = ((1.0, 2.0, 3.0), (99.0, 100.0, 101.0), (4998.0, 4999.0, 5000.0))
-_HOMOGENEOUS = ((1.0, 99.0, 4998.0), (2.0, 100.0, 4999.0), (3.0, 101.0, 5000.0))
 # ``muon``: the authors' Muon (gating); ``muon_optax``: optax's default scale (reported only).
-TOY_METHODS = ("gd", "adam", "muon", "muon_optax", "soap", "deva_vector", "deva_matrix")
+TOY_METHODS = optim.QUADRATIC_TOY_METHODS
 TOY_GATED = tuple(m for m in TOY_METHODS if m != "muon_optax")
 # The note's ordering on the heterogeneous Hessian, as (smaller, larger) groups of medians:
 # DeVA-S∞ < Muon < min(Adam, SOAP, DeVA-ℓ∞) < GD.
@@ -155,13 +156,28 @@ class DevaConfig(ExperimentConfig):
     @classmethod
     def smoke(cls) -> DevaConfig:
         return cls(
-            toy_seeds=3, toy_steps=20, toy_sweep_lrs=(0.1, 1.0), toy_sweep_gd_lrs=(1e-4,),
-            toy_squared=False, toy_bootstrap=200,
-            lm_d_model=32, lm_layers=1, lm_heads=2, lm_seq_len=32, lm_batch=4, lm_steps=20,
-            lm_warmup=5, lm_lrs_muon=(1e-2, 3e-2, 1e-1), lm_lrs_deva=(1e-2, 3e-2, 1e-1),
-            lm_lr_factor=3.0, lm_max_extensions=1, lm_corpus_bytes=100_000, lm_smooth=5,
-            lm_seeds=2, lm_eval_batches=2,
-        )  # fmt: skip
+            toy_seeds=3,
+            toy_steps=20,
+            toy_sweep_lrs=(0.1, 1.0),
+            toy_sweep_gd_lrs=(1e-4,),
+            toy_squared=False,
+            toy_bootstrap=200,
+            lm_d_model=32,
+            lm_layers=1,
+            lm_heads=2,
+            lm_seq_len=32,
+            lm_batch=4,
+            lm_steps=20,
+            lm_warmup=5,
+            lm_lrs_muon=(1e-2, 3e-2, 1e-1),
+            lm_lrs_deva=(1e-2, 3e-2, 1e-1),
+            lm_lr_factor=3.0,
+            lm_max_extensions=1,
+            lm_corpus_bytes=100_000,
+            lm_smooth=5,
+            lm_seeds=2,
+            lm_eval_batches=2,
+        )
 
     @classmethod
     def quick(cls) -> DevaConfig:
@@ -170,132 +186,50 @@ class DevaConfig(ExperimentConfig):
     @classmethod
     def full(cls) -> DevaConfig:
         return cls(
-            lm_methods=("adamw", "muon", "deva"), lm_d_model=256, lm_layers=6, lm_heads=8,
-            lm_seq_len=256, lm_batch=32, lm_steps=5000, lm_warmup=200,
-            lm_lrs_muon=(1e-3, 2e-3, 4e-3, 8e-3), lm_lrs_deva=(1e-3, 2e-3, 4e-3, 8e-3),
-            lm_lrs_adamw=(5e-4, 1e-3, 2e-3, 4e-3), lm_max_extensions=3,
-            lm_corpus_bytes=20_000_000, lm_smooth=200,
-        )  # fmt: skip
+            lm_methods=("adamw", "muon", "deva"),
+            lm_d_model=256,
+            lm_layers=6,
+            lm_heads=8,
+            lm_seq_len=256,
+            lm_batch=32,
+            lm_steps=5000,
+            lm_warmup=200,
+            lm_lrs_muon=(1e-3, 2e-3, 4e-3, 8e-3),
+            lm_lrs_deva=(1e-3, 2e-3, 4e-3, 8e-3),
+            lm_lrs_adamw=(5e-4, 1e-3, 2e-3, 4e-3),
+            lm_max_extensions=3,
+            lm_corpus_bytes=20_000_000,
+            lm_smooth=200,
+        )
 
 
 # --------------------------------------------------------------------------------------------
 # (a) The quadratic toy.
 
 
-def _toy_schedule(peak, steps: int) -> optax.Schedule:
-    half = steps // 2
-    return optax.join_schedules(
-        [optax.constant_schedule(peak), optax.linear_schedule(peak, 0.0, steps - half)], [half]
-    )
-
-
-def _toy_transform(method: str, config: DevaConfig, peak_lr) -> optax.GradientTransformation:
-    """``method``'s transform; the peak lr may be traced (one compile for every lr)."""
-    lr = _toy_schedule(peak_lr, config.toy_steps)
-    b2, freq = config.toy_b2, config.toy_frequency
-    if method == "gd":
-        return optax.sgd(lr)
-    if method == "adam":
-        return optax.adam(lr, b1=0.0, b2=b2)
-    if method == "muon":
-        # The authors' Muon (optimizers/muon.py, SingleDeviceMuon as trace_quadratic.py calls it):
-        # msign(g)·√max(rows, cols), momentum β₁ = 0, no Nesterov. optax's own option gives that
-        # scale: consistent_rms=c multiplies the orthogonalised update by √max(fan_in, fan_out)·c,
-        # so c = 1 is exactly the reference's factor (3 on 9×9). One difference remains: the
-        # reference's Newton-Schulz divides by (Σσ⁸)^{1/8} on its first iteration and runs in
-        # bfloat16; optax's starts from the Frobenius normalisation in float32.
-        return optax.contrib.muon(lr, beta=0.0, nesterov=False, consistent_rms=1.0)
-    if method == "muon_optax":
-        # optax's default: width scaling √max(1, fan_out/fan_in) = 1 on a square matrix, a third
-        # of the authors' step at the same lr. Reported beside, not gating.
-        return optax.contrib.muon(lr, beta=0.0)
-    if method == "soap":
-        return optax.chain(
-            optim.scale_by_soap(0.0, b2, precondition_frequency=freq),
-            optax.scale_by_learning_rate(lr),
-        )
-    if method == "deva_vector":
-        return optim.deva_vector(lr, b1=0.0, b2=b2)
-    if method == "deva_matrix":
-        return optax.chain(
-            optim.scale_by_deva_matrix(0.0, b2, precondition_frequency=freq),
-            optax.scale_by_learning_rate(lr),
-        )
-    raise ValueError(f"unknown toy method {method!r}")
-
-
-def _toy_runs(method, config, keys, eigenvalues, squared, lrs, curve_lr) -> tuple[Any, Any]:
-    """Final ``f`` ``(problems, lrs, seeds)`` and curves at ``curve_lr`` ``(problems, seeds, T+1)``.
-
-    ``eigenvalues`` is ``(problems, K, b)``, ``squared`` ``(problems,)`` (1.0: squared loss);
-    one compile per method serves every problem, lr and seed.
-    """
-    dim = int(np.prod(np.shape(eigenvalues)[1:]))
-    batch = config.toy_batch
-
-    def one(key, eig, sq, peak_lr):
-        tx = _toy_transform(method, config, peak_lr)
-        h_key, x_key, sample_key = jax.random.split(key, 3)
-        h = quadratic_toy_hessian(h_key, eig)
-        values, vectors = linalg.eigh(h)
-        root = (vectors * jnp.sqrt(jnp.maximum(values, 0.0))[None, :]) @ vectors.T
-        f = lambda x: 0.5 * jnp.trace(x.T @ h @ x)
-
-        def stochastic_loss(x, rows):
-            ax = root[rows] @ x
-            norm2 = jnp.sum(ax * ax)  # > 0 almost surely, so both branches have finite grads
-            return 0.5 * (dim / batch) * jnp.where(sq > 0.5, norm2, jnp.sqrt(norm2))
-
-        def step(carry, t):
-            x, state = carry
-            if method == "gd":
-                grad = h @ x
-            else:
-                rows = jax.random.randint(jax.random.fold_in(sample_key, t), (batch,), 0, dim)
-                grad = jax.grad(stochastic_loss)(x, rows)
-            updates, state = tx.update(grad, state, x)
-            x = optax.apply_updates(x, updates)
-            return (x, state), f(x)
-
-        x0 = jax.random.normal(x_key, (dim, dim), jnp.float32)
-        _, trace = jax.lax.scan(step, (x0, tx.init(x0)), jnp.arange(config.toy_steps))
-        return jnp.concatenate([f(x0)[None], trace])
-
-    over_seeds = jax.vmap(one, in_axes=(0, None, None, None))
-    over_lrs = jax.vmap(over_seeds, in_axes=(None, None, None, 0))
-    over_problems = jax.vmap(over_lrs, in_axes=(None, 0, 0, None))
-    args = (keys, eigenvalues, squared, jnp.asarray(lrs))
-    # eigh/QR inside vmapped scans run one matrix per LAPACK call on CPU (jaxlab._src.linalg),
-    # where batched calls could hang.
-    curves = np.asarray(jax.jit(over_problems)(*args))
-    return curves[..., -1], curves[:, list(lrs).index(curve_lr)]
-
-
-def _finite_or_inf(values) -> np.ndarray:
-    """Diverged runs (NaN or ±inf) count as +inf: worse than any finite value."""
-    values = np.asarray(values, np.float64)
-    return np.where(np.isfinite(values), values, np.inf)
-
-
 def _toy(config: DevaConfig, rng_key: jax.Array, progress: Progress) -> dict[str, Any]:
     keys = jax.random.split(rng_key, config.toy_seeds)
-    problems = [
-        f"{h}_{loss}"
-        for h in ("heterogeneous", "homogeneous")
-        for loss in (("frobenius", "squared") if config.toy_squared else ("frobenius",))
-    ]
-    eigenvalues = jnp.asarray(
-        [_HETEROGENEOUS if p.startswith("heterogeneous") else _HOMOGENEOUS for p in problems]
-    )
-    squared = jnp.asarray([float(p.endswith("squared")) for p in problems])
+    problems, eigenvalues, squared = optim.quadratic_toy_problems(squared=config.toy_squared)
     out: dict[str, Any] = {p: {} for p in problems}
     for method in progress.track(TOY_METHODS, total=len(TOY_METHODS), description="toy"):
         lrs = config.toy_sweep_gd_lrs if method == "gd" else config.toy_sweep_lrs
         authors_lr = config.toy_gd_lr if method == "gd" else config.toy_lr
-        finals, curves = _toy_runs(method, config, keys, eigenvalues, squared, lrs, authors_lr)
-        for problem, final, curve in zip(problems, finals, curves, strict=True):
-            final = _finite_or_inf(final)  # (lrs, seeds)
-            at = list(lrs).index(authors_lr)
+        at = list(lrs).index(authors_lr)
+        curves = optim.quadratic_toy_sweep(
+            method,
+            keys,
+            eigenvalues,
+            squared,
+            jnp.asarray(lrs),
+            steps=config.toy_steps,
+            batch_size=config.toy_batch,
+            b2=config.toy_b2,
+            precondition_frequency=config.toy_frequency,
+        )
+        curves = np.asarray(curves)  # (problems, lrs, seeds, steps + 1)
+        for problem, curves_by_lr in zip(problems, curves, strict=True):
+            final = finite_or_inf(curves_by_lr[..., -1])  # (lrs, seeds)
+            curve = curves_by_lr[at]
             out[problem][method] = {
                 "lr": authors_lr,
                 "final_f": final[at],
@@ -314,26 +248,6 @@ def _toy(config: DevaConfig, rng_key: jax.Array, progress: Progress) -> dict[str
     return out
 
 
-def _compare_medians(finals: dict, smaller, larger, resamples: np.ndarray) -> dict[str, Any]:
-    """Is ``min(median(f_a) for a in smaller) < min(median(f_b) for b in larger)``, with spread.
-
-    ``resamples`` ``(B, seeds)`` are seed indices shared by every method (a paired bootstrap).
-    """
-    group_median = lambda names, idx: np.min([np.median(finals[n][idx], -1) for n in names], 0)
-    left, right = group_median(smaller, slice(None)), group_median(larger, slice(None))
-    share = float(np.mean(group_median(smaller, resamples) < group_median(larger, resamples)))
-    tail = (1.0 - TOY_CONFIDENCE) / 2.0
-    decision = "holds" if share >= 1 - tail else "contradicted" if share <= tail else "undecided"
-    return {
-        "smaller": list(smaller),
-        "larger": list(larger),
-        "left_median": float(left),
-        "right_median": float(right),
-        "bootstrap_share": share,
-        "decision": decision,
-    }
-
-
 def _toy_verdict(toy: dict[str, Any], config: DevaConfig, rng_key: jax.Array):
     """Decides the note's ordering comparison by comparison; returns (status, text, details)."""
     resamples = np.asarray(
@@ -341,10 +255,9 @@ def _toy_verdict(toy: dict[str, Any], config: DevaConfig, rng_key: jax.Array):
     )
     het = {m: e["final_f"] for m, e in toy["heterogeneous_frobenius"].items()}
     hom = {m: e["final_f"] for m, e in toy["homogeneous_frobenius"].items()}
-    comparisons = [_compare_medians(het, a, b, resamples) for a, b in HETEROGENEOUS_CHAIN]
-    comparisons += [
-        _compare_medians(hom, ("soap",), (m,), resamples) for m in TOY_GATED if m != "soap"
-    ]
+    compare = lambda finals, a, b: compare_group_medians(finals, a, b, resamples, TOY_CONFIDENCE)
+    comparisons = [compare(het, a, b) for a, b in HETEROGENEOUS_CHAIN]
+    comparisons += [compare(hom, ("soap",), (m,)) for m in TOY_GATED if m != "soap"]
     decisions = {c["decision"] for c in comparisons}
     status = "pass"
     if "contradicted" in decisions:
@@ -391,69 +304,11 @@ def _toy_verdict(toy: dict[str, Any], config: DevaConfig, rng_key: jax.Array):
 # (b) The small language model.
 
 
-def _lm_transform(method: str, schedule, config: DevaConfig) -> optax.GradientTransformation:
-    wd = config.lm_weight_decay
-    if method == "adamw":
-        return optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=wd)
-    if method == "muon":
-
-        def dimension_numbers(params):
-            labels = optim.deva_matrix_labels(params)
-            hidden = lambda label: optax.contrib.MuonDimensionNumbers() if label == "deva" else None
-            return jax.tree.map(hidden, labels)
-
-        # Hidden matrices on Muon (β 0.95, Nesterov: DeVA-S∞'s defaults), the rest on AdamW
-        # (0.9, 0.95, no decay: DeVA's fallback). consistent_rms=0.2 gives the hidden update RMS
-        # 0.2·lr, DeVA's rms_scale, so the hidden-to-fallback step ratio is the same for both and
-        # one peak lr means the same thing; with the lr tuned per method the hidden scale is only
-        # a reparametrisation of the lr (the toy's gating Muon uses the authors' scale, 1.0).
-        return optax.contrib.muon(
-            schedule,
-            beta=0.95,
-            weight_decay=wd,
-            adam_b1=0.9,
-            adam_b2=0.95,
-            muon_weight_dimension_numbers=dimension_numbers,
-            consistent_rms=0.2,
-        )
-    if method == "deva":
-        return optim.deva(schedule, weight_decay=wd)
-    raise ValueError(f"unknown language-model method {method!r}")
-
-
-def _lm_program(config: DevaConfig, method: str, gpt, train, eval_windows):
-    """One jitted run ``(init_key, peak_lr, data_key) -> (train losses, held-out loss)``.
-
-    The peak lr is a traced argument, so one compilation serves the whole grid and its
-    extensions; runs are called one after another (on CPU a vmapped batch of small models is
-    slower than the same runs in sequence, and DeVA's eigh/QR refresh stays a real branch).
-    """
-    graphdef, _ = nnx.split(nnx.eval_shape(lambda: jnn.SimpleGPT(gpt, rngs=nnx.Rngs(0))))
-
-    def loss_of(params, batch):
-        return jnn.language_model_loss(nnx.merge(graphdef, params), *batch)
-
-    def lane(init_key, peak_lr, data_key):
-        params = nnx.state(jnn.SimpleGPT(gpt, rngs=nnx.Rngs(params=init_key)), nnx.Param)
-        schedule = jnn.simplegpt_schedule(peak_lr, config.lm_warmup, config.lm_steps)
-
-        def batch(step_id):
-            key = jax.random.fold_in(data_key, step_id)
-            return jnn.sample_batch(key, train, config.lm_batch, config.lm_seq_len)
-
-        tx = _lm_transform(method, schedule, config)
-        result = jnn.scan_train(loss_of, params, tx, batch, config.lm_steps)
-        held_out = jax.lax.map(lambda b: loss_of(result.params, b), eval_windows)
-        return result.losses, jnp.mean(held_out)
-
-    return jax.jit(lane)
-
-
 def _lm_method(config, method, program, seed_keys, progress) -> dict[str, Any]:
     """Runs ``method``'s grid on every seed, extending it while the best lr sits on an edge."""
     runs: dict[float, list[dict[str, Any]]] = {}
 
-    def run_lr(lr):
+    def score(lr):
         runs[lr] = []
         for s, key in enumerate(seed_keys):
             init_key, data_key = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
@@ -477,32 +332,24 @@ def _lm_method(config, method, program, seed_keys, progress) -> dict[str, Any]:
                     "nonfinite_steps": int(np.sum(~np.isfinite(losses))),
                 }
             )
-
-    def best():
-        lrs = sorted(runs)
-        finals = [_finite_or_inf([r["final_smoothed_loss"] for r in runs[lr]]) for lr in lrs]
-        scores = [np.mean(f) for f in finals]
-        return lrs, int(np.argmin(scores))
+        if any(r is None for r in runs[lr]):
+            return None  # runs outside this part: no bracket to extend (issue 45)
+        return np.mean(finite_or_inf([r["final_smoothed_loss"] for r in runs[lr]]))
 
     grid = list(getattr(config, f"lm_lrs_{method}"))
-    for lr in progress.track(grid, total=len(grid), description=f"language model: {method}"):
-        run_lr(lr)
-    if any(r is None for rs in runs.values() for r in rs):
-        return None  # runs outside this part: no bracket to extend (issue 45)
-    extensions = 0
-    lrs, i = best()
-    while extensions < config.lm_max_extensions and i in (0, len(lrs) - 1):
-        factor = config.lm_lr_factor
-        run_lr(lrs[0] / factor if i == 0 else lrs[-1] * factor)
-        if any(r is None for rs in runs.values() for r in rs):
-            return None  # an extension outside this part (issue 45)
-        extensions += 1
-        lrs, i = best()
+    search = bracketed_grid_search(
+        score,
+        progress.track(grid, total=len(grid), description=f"language model: {method}"),
+        factor=config.lm_lr_factor,
+        max_extensions=config.lm_max_extensions,
+    )
+    if search is None:
+        return None
     return {
         "runs": runs,
-        "best_lr": lrs[i],
-        "bracketed": 0 < i < len(lrs) - 1,
-        "extensions": extensions,
+        "best_lr": search.best,
+        "bracketed": search.bracketed,
+        "extensions": search.extensions,
     }
 
 
@@ -520,15 +367,30 @@ def _language_model(config: DevaConfig, rng_key: jax.Array, progress: Progress) 
         norm_placement="pre",
     )
     eval_key, seeds_key = jax.random.split(rng_key)
-    windows = jnn.sample_batch(
-        eval_key, val, config.lm_eval_batches * config.lm_batch, config.lm_seq_len
+    eval_windows = jnn.sample_eval_batches(
+        eval_key, val, config.lm_eval_batches, config.lm_batch, config.lm_seq_len
     )
-    shape = (config.lm_eval_batches, config.lm_batch, config.lm_seq_len)
-    eval_windows = jax.tree.map(lambda x: jnp.reshape(x, shape), windows)
     seed_keys = list(jax.random.split(seeds_key, config.lm_seeds))
     methods = {}
     for method in config.lm_methods:
-        program = _lm_program(config, method, gpt, train, eval_windows)
+        # One jitted run (init_key, peak_lr, data_key) -> (train losses, held-out loss) per
+        # method: the peak lr is traced, so one compilation serves the grid and its extensions;
+        # runs go one after another (on CPU a vmapped batch of small models is slower than the
+        # same runs in sequence, and DeVA's eigh/QR refresh stays a real branch).
+        def optimizer(peak_lr, method=method):
+            schedule = jnn.simplegpt_schedule(peak_lr, config.lm_warmup, config.lm_steps)
+            return optim.deva_lm_optimizer(method, schedule, weight_decay=config.lm_weight_decay)
+
+        program = jnn.language_model_program(
+            gpt,
+            optimizer,
+            train,
+            eval_windows,
+            steps=config.lm_steps,
+            batch_size=config.lm_batch,
+            seq_len=config.lm_seq_len,
+        )
+        program = jax.jit(lambda *keys_and_lr, program=program: program(*keys_and_lr)[1:])
         methods[method] = _lm_method(config, method, program, seed_keys, progress)
 
     muon, deva = methods["muon"], methods["deva"]
@@ -536,20 +398,11 @@ def _language_model(config: DevaConfig, rng_key: jax.Array, progress: Progress) 
     for s in range(config.lm_seeds):
         muon_curve = muon["runs"][muon["best_lr"]][s]["smoothed"]
         deva_curve = deva["runs"][deva["best_lr"]][s]["smoothed"]
-        target = float(np.min(_finite_or_inf(muon_curve)))
-        muon_steps = int(np.argmin(_finite_or_inf(muon_curve))) + 1
-        deva_steps = steps_to_reach(deva_curve, target)
         # Not reached within the budget: counted as one step past it (an upper bound on the
-        # saving), and flagged.
-        counted = deva_steps if deva_steps is not None else config.lm_steps + 1
-        per_seed.append(
-            {
-                "target_loss": target,
-                "muon_steps": muon_steps,
-                "deva_steps": deva_steps,
-                "saving_percent": 100.0 * (1.0 - counted / muon_steps),
-            }
-        )
+        # saving), and flagged by deva_steps None.
+        saving = steps_saving(muon_curve, deva_curve, config.lm_steps)
+        keys = ("target_loss", "muon_steps", "deva_steps", "saving_percent")
+        per_seed.append(dict(zip(keys, saving, strict=True)))
     mean, low, high = t_interval([s["saving_percent"] for s in per_seed], LM_CONFIDENCE)
     return {
         "methods": methods,

@@ -43,14 +43,12 @@ feasible for the hull but does not create satisfaction) is measured and reported
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from matplotlib.figure import Figure
 
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
@@ -59,7 +57,9 @@ from jaxlab.nn import (
     input_decided_regression_task,
     output_only_regression_task,
     pinned_fractions,
-    rule_penalty,
+    rule_network_apply,
+    rule_network_init,
+    rule_network_trainer,
     rule_satisfaction,
 )
 
@@ -126,26 +126,6 @@ class DisjunctiveConfig(ExperimentConfig):
         return cls(num_train=400, num_test=8000, steps=4000, seeds=10, warm_steps=1000)
 
 
-def _init_mlp(key, hidden):
-    sizes = [3, hidden, hidden, 2]
-    keys = jax.random.split(key, len(sizes) - 1)
-    return [
-        {
-            "w": jax.random.normal(k, (a, b)) * math.sqrt(2.0 / a),
-            "b": jnp.zeros((b,)),
-        }
-        for k, a, b in zip(keys, sizes[:-1], sizes[1:], strict=True)
-    ]
-
-
-def _mlp(params, x):
-    h = x
-    for layer in params[:-1]:
-        h = jax.nn.relu(h @ layer["w"] + layer["b"][None, :])
-    last = params[-1]
-    return jax.nn.sigmoid(h @ last["w"] + last["b"][None, :])
-
-
 def _train(config, task, arm, layer, start, steps, programs):
     """Trains one arm for every seed (vmapped) from ``start`` (every seed's initial parameters:
     a fresh network, or the trained ``mlp`` for a warm start) and returns the parameters.
@@ -160,7 +140,7 @@ def _train(config, task, arm, layer, start, steps, programs):
     if key not in programs:
         programs[key] = jax.jit(
             jax.vmap(
-                _train_one(layer, rule_set, steps, uses_input),
+                rule_network_trainer(layer, rule_set, steps, uses_input=uses_input),
                 in_axes=(0, None, None, None, None),
             )
         )
@@ -169,34 +149,8 @@ def _train(config, task, arm, layer, start, steps, programs):
     )
 
 
-def _train_one(layer, rule_set, steps, uses_input):
-    def one(params, x, y, learning_rate, penalty_weight):
-        tx = optax.adam(learning_rate)
-        xs = x if uses_input else None
-
-        def loss(params):
-            raw = _mlp(params, x)
-            if layer is not None:
-                raw, _ = layer(raw, xs)
-            value = jnp.mean(jnp.sum((raw - y) ** 2, axis=-1))
-            if rule_set is not None:
-                value = value + penalty_weight * jnp.mean(rule_penalty(rule_set, xs, raw))
-            return value
-
-        def step(carry, _):
-            params, state = carry
-            grads = jax.grad(loss)(params)
-            updates, state = tx.update(grads, state, params)
-            return (optax.apply_updates(params, updates), state), None
-
-        (params, _), _ = jax.lax.scan(step, (params, tx.init(params)), None, steps)
-        return params
-
-    return one
-
-
 # Test predictions of every seed's network: one program for every arm and task (same shapes).
-_predict = jax.jit(jax.vmap(_mlp, in_axes=(0, None)))
+_predict = jax.jit(jax.vmap(rule_network_apply, in_axes=(0, None)))
 
 
 def _evaluate(task, params, layer):
@@ -238,7 +192,7 @@ def _run_task(config, task, name, keys, progress_note, programs, *, warm):
     union = DisjunctiveLayer(task.rule_set, mode="union")
     results, timings = {}, {}
     trained = {}
-    fresh = jax.vmap(lambda k: _init_mlp(k, config.hidden))(keys)
+    fresh = jax.vmap(lambda k: rule_network_init(k, config.hidden))(keys)
     arms = [("mlp", None), ("penalty", None), ("e2e_hull", hull), ("e2e_union", union)]
     for arm, layer in arms:
         begin = time.perf_counter()

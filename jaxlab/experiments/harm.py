@@ -44,21 +44,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jax.flatten_util import ravel_pytree
 from matplotlib.figure import Figure
 
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab._src.stats import t_interval
 from jaxlab.optim import (
-    exact_harm_weights,
-    first_order_harm,
-    harm,
-    harm_train_step,
-    mlp_exact_harm_train_step,
-    mlp_logits_and_features,
+    HARM_ARMS,
+    mlp_accuracy,
+    mlp_harm_step_seconds,
+    mlp_harm_training,
 )
 from jaxlab.optim._harm import DEFAULT_RIDGE, RIDGE_CHOICE_NOTE
-from jaxlab.uncertainty import digits_shift_splits, mlp_init
+from jaxlab.uncertainty import digits_shift_splits, flip_labels, mlp_init
 
 __all__ = ["HarmConfig", "run"]
 
@@ -88,7 +85,7 @@ RIDGES = (0.0, 1e-6, 1e-4, 1e-2, 1.0)
 # First-order harm ⟨g_i, d⟩ < -1e-4 ‖g_i‖‖d‖ (float32 leaves tiny negatives on active constraints).
 HARM_TOL = 1e-4
 LABEL_NOISE = 0.2  # the harder variant: 20% of the training labels flipped
-ARMS = ("base", "reweight", "head", "exact")
+ARMS = HARM_ARMS
 OPTIMIZERS = ("sgdm", "adamw")
 # Directions compared on the probes (first-order harm rate and mass on the full model).
 DIRECTIONS = ("base", "reweight", "head", "full_qp")
@@ -158,147 +155,18 @@ class HarmConfig(ExperimentConfig):
 # Arms: glue from the library's steps to (params, state, realised harm rate).
 
 
-def _ce(logits, labels):
-    return optax.softmax_cross_entropy_with_integer_labels(logits, labels)
-
-
 def _optimizer(name, lr):
     if name == "sgdm":
         return optax.sgd(lr, momentum=0.9)
     return optax.adamw(lr, b1=0.9, b2=0.999, weight_decay=1e-4)
 
 
-def _head_paths(params):
-    last = len(params) - 1
-    return (last, "kernel"), (last, "bias")
+def _ridge(arm):
+    return EXACT_ARM_RIDGE if arm == "exact" else DEFAULT_RIDGE
 
 
-def _loss(params, x, y):
-    return _ce(mlp_logits_and_features(params, x)[0], y)
-
-
-def _proxy_step(opt, params_like, num_iterations, ridge=DEFAULT_RIDGE):
-    kernel_path, bias_path = _head_paths(params_like)
-    return harm_train_step(
-        lambda p, b: mlp_logits_and_features(p, b[0]),
-        lambda z, b: _ce(z, b[1]),
-        opt,
-        kernel_path=kernel_path,
-        bias_path=bias_path,
-        num_iterations=num_iterations,
-        ridge=ridge,
-    )
-
-
-def _step_fn(arm, opt, params_like, num_iterations):
-    """``step(params, state, x, y) -> (params, state, harm_rate)`` for one arm."""
-    if arm in ("reweight", "exact"):
-        if arm == "reweight":
-            inner = _proxy_step(opt, params_like, num_iterations)
-        else:
-            inner = mlp_exact_harm_train_step(
-                opt, num_iterations=num_iterations, ridge=EXACT_ARM_RIDGE
-            )
-
-        def step(params, state, x, y):
-            new, state, info = inner(params, state, (x, y))
-            return new, state, jnp.mean(_loss(new, x, y) > info.losses)
-
-        return step, opt.init
-    kernel_path, bias_path = _head_paths(params_like)
-    tx = harm(opt, kernel_path=kernel_path, bias_path=bias_path, num_iterations=num_iterations)
-    tx = tx if arm == "head" else optax.with_extra_args_support(opt)
-
-    def step(params, state, x, y):
-        logits, h = mlp_logits_and_features(params, x)
-        before = _ce(logits, y)
-        delta = jax.nn.softmax(logits) - jax.nn.one_hot(y, logits.shape[-1])
-        grads = jax.grad(lambda p: jnp.mean(_loss(p, x, y)))(params)
-        updates, state = tx.update(grads, state, params, features=h, logit_grads=delta)
-        new = optax.apply_updates(params, updates)
-        return new, state, jnp.mean(_loss(new, x, y) > before)
-
-    return step, tx.init
-
-
-def _probe(opt, params, state, x, y, num_iterations):
-    """First-order harm (rate, mass) of base / proxy / full-QP directions on the full model.
-
-    Every direction is in gradient units at the same parameters and batch, so a mass ratio to
-    ``base`` compares them pairwise; the proxy is evaluated at each of ``RIDGES`` as well.
-    """
-    per_sample = jax.vmap(
-        jax.grad(lambda p, xi, yi: _loss(p, xi[None], yi[None])[0]), in_axes=(None, 0, 0)
-    )(params, x, y)
-    jac = jax.vmap(lambda g: ravel_pytree(g)[0])(per_sample)
-    mean_grad = jax.tree.map(lambda g: jnp.mean(g, 0), per_sample)
-    update, _ = opt.update(mean_grad, state, params)
-    head = jax.tree.map(jnp.zeros_like, params)
-    head[-1] = jax.tree.map(jnp.ones_like, params[-1])
-    head_mask = ravel_pytree(head)[0]
-    _, _, info = _proxy_step(opt, params, num_iterations)(params, state, (x, y))
-    u = -ravel_pytree(update)[0] / info.update_scale  # the base direction, gradient units
-    w_proxy = info.dual / info.update_scale
-    w_full = exact_harm_weights(jac, u, num_iterations=FULL_QP_ITERATIONS, ridge=0.0)
-    directions = {
-        "base": u,
-        "reweight": u + w_proxy @ jac,
-        "head": u + head_mask * (w_proxy @ jac),
-        "full_qp": u + w_full @ jac,
-    }
-    for ridge in RIDGES:
-        _, _, r_info = _proxy_step(opt, params, num_iterations, ridge)(params, state, (x, y))
-        directions[f"ridge_{ridge:g}"] = u + (r_info.dual / r_info.update_scale) @ jac
-    out = {}
-    for name, d in directions.items():
-        rate, mass = first_order_harm(jac, d, tol=HARM_TOL)
-        out[name] = rate
-        out[f"{name}_mass"] = mass
-    wp, wf = w_proxy - jnp.mean(w_proxy), w_full - jnp.mean(w_full)
-    out["weight_correlation"] = jnp.sum(wp * wf) / jnp.maximum(
-        jnp.linalg.norm(wp) * jnp.linalg.norm(wf), 1e-30
-    )
-    return out
-
-
-def _train_program(config, name, arm, data):
-    """Jitted (init, chunk, probe), vmapped over (data, lr, seed) members."""
-
-    def init(key, lr):
-        params = mlp_init(key, (64, *config.hidden, 10))
-        _, init_state = _step_fn(arm, _optimizer(name, lr), params, config.num_iterations)
-        return params, init_state(params)
-
-    def chunk(params, state, key, lr, labels):
-        step, _ = _step_fn(arm, _optimizer(name, lr), params, config.num_iterations)
-
-        def body(carry, k):
-            p, s = carry
-            index = jax.random.randint(k, (config.batch_size,), 0, labels.shape[0])
-            p, s, rate = step(p, s, data.train_x[index], labels[index])
-            return (p, s), rate
-
-        keys = jax.random.split(key, config.probe_every)
-        (params, state), rates = jax.lax.scan(body, (params, state), keys)
-        return params, state, rates
-
-    def probe(params, state, key, lr, labels):
-        index = jax.random.randint(key, (config.batch_size,), 0, labels.shape[0])
-        x, y = data.train_x[index], labels[index]
-        return _probe(_optimizer(name, lr), params, state, x, y, config.num_iterations)
-
-    def vm(f, axes):
-        return jax.jit(jax.vmap(f, in_axes=axes))
-
-    return vm(init, (0, 0)), vm(chunk, (0, 0, 0, 0, 0)), vm(probe, (0, 0, 0, 0, 0))
-
-
-@jax.jit
-def _accuracy(params, x, y):
-    """Test accuracy of each member (one program for every arm and optimizer)."""
-    return jax.vmap(lambda p: jnp.mean(jnp.argmax(mlp_logits_and_features(p, x)[0], -1) == y))(
-        params
-    )
+# Test accuracy of each member (one program for every arm and optimizer).
+_accuracy = jax.jit(jax.vmap(mlp_accuracy, in_axes=(0, None, None)))
 
 
 def _run_optimizer(config, name, data, labels_by_set, rng_key, progress):
@@ -315,20 +183,26 @@ def _run_optimizer(config, name, data, labels_by_set, rng_key, progress):
     chunks = max(config.steps // config.probe_every, 1)
     probe_steps = [c * config.probe_every for c in range(chunks + 1)]
     for arm in progress.track(ARMS, total=len(ARMS), description=f"{name} arms"):
-        init, chunk, probe = _train_program(config, name, arm, data)
-        params, state = init(init_keys, lr)
-        rates, probes = [], []
-        for c in range(chunks + 1):
-            keys = jnp.stack([jax.random.fold_in(seed_keys[seed], c + 1) for *_, seed in grid])
-            if arm == "reweight":
-                probe_keys = jax.vmap(lambda k: jax.random.fold_in(k, 10_000))(keys)
-                probes.append(
-                    jax.tree.map(np.asarray, probe(params, state, probe_keys, lr, labels))
-                )
-            if c < chunks:
-                params, state, r = chunk(params, state, keys, lr, labels)
-                rates.append(np.asarray(r))
-        rates = np.concatenate(rates, axis=1)  # (members, steps)
+        programs = mlp_harm_training(
+            arm,
+            lambda lr: _optimizer(name, lr),
+            lambda key: mlp_init(key, (64, *config.hidden, 10)),
+            data.train_x,
+            batch_size=config.batch_size,
+            chunk_steps=config.probe_every,
+            num_iterations=config.num_iterations,
+            ridge=_ridge(arm),
+            probe_ridges=RIDGES,
+            full_qp_iterations=FULL_QP_ITERATIONS,
+            tol=HARM_TOL,
+        )
+        keys = [
+            jnp.stack([jax.random.fold_in(seed_keys[seed], c + 1) for *_, seed in grid])
+            for c in range(chunks + 1)
+        ]
+        params, _, rates, probes = programs.train(
+            init_keys, keys, lr, labels, probe=arm == "reweight"
+        )
         bins = max(rates.shape[1] // 30, 1)
         out[arm] = {
             "harm_rate": rates.mean(axis=1).tolist(),
@@ -340,11 +214,8 @@ def _run_optimizer(config, name, data, labels_by_set, rng_key, progress):
             "test_accuracy": np.asarray(_accuracy(params, data.test_x, data.test_y)).tolist(),
             "nonfinite_members": int(np.sum(~np.isfinite(rates.mean(axis=1)))),
         }
-        if probes:
-            # (members, probe times) per measured quantity
-            out[arm]["probes"] = {
-                k: np.stack([p[k] for p in probes], 1).tolist() for k in probes[0]
-            }
+        if probes is not None:  # (members, probe times) per measured quantity
+            out[arm]["probes"] = {k: v.tolist() for k, v in probes.items()}
             out[arm]["probe_steps"] = probe_steps
     cells = [{"data": s, "learning_rate": lrs[i], "seed": seed} for s, i, seed in grid]
     return {"cells": cells, "arms": out}
@@ -361,30 +232,16 @@ def _overhead(config, rng_key):
         params = mlp_init(rng_key, (64, width, width, 10))
         x = jax.random.uniform(rng_key, (config.batch_size, 64))
         y = jax.random.randint(rng_key, (config.batch_size,), 0, 10)
-        calls = {}
-        for arm in ARMS:
-            step, init_state = _step_fn(
-                arm, _optimizer("sgdm", 0.01), params, config.num_iterations
-            )
-
-            @jax.jit
-            def many(p, s, step=step):
-                def body(c, _):
-                    p, s, _ = step(*c, x, y)
-                    return (p, s), None
-
-                return jax.lax.scan(body, (p, s), None, length=config.overhead_steps)[0]
-
-            state = init_state(params)
-            jax.block_until_ready(many(params, state))
-            calls[arm] = lambda many=many, state=state: many(params, state)
-        samples = {arm: [] for arm in ARMS}
-        for _ in range(config.overhead_repeats):
-            for arm, call in calls.items():
-                start = time.perf_counter()
-                jax.block_until_ready(call())
-                samples[arm].append((time.perf_counter() - start) / config.overhead_steps)
-        times = {arm: float(np.median(v)) for arm, v in samples.items()}
+        times = mlp_harm_step_seconds(
+            _optimizer("sgdm", 0.01),
+            params,
+            x,
+            y,
+            num_iterations=config.num_iterations,
+            ridges={arm: _ridge(arm) for arm in ARMS},
+            steps=config.overhead_steps,
+            repeats=config.overhead_repeats,
+        )
         rows.append(
             {
                 "width": width,
@@ -426,8 +283,8 @@ def accuracy_gate(interval) -> str:
     return "pass" if interval[0] >= MIN_ACCURACY_GAIN else "fail"
 
 
-def _mass_ratio(probes, name, members, times=None):
-    """Σ mass(name) / Σ mass(base) over ``members`` (and probe ``times``; None: all)."""
+def _mass_ratio(probes, name, members=slice(None), times=None):
+    """Σ mass(name) / Σ mass(base) over ``members`` and probe ``times`` (None: all)."""
     times = slice(None) if times is None else times
     num = np.asarray(probes[f"{name}_mass"], float)[members][:, times]
     den = np.asarray(probes["base_mass"], float)[members][:, times]
@@ -582,9 +439,7 @@ def run(config: HarmConfig, rng_key: jax.Array, progress: Progress) -> Result:
     start = time.perf_counter()
     data_key, noise_key, train_key, time_key = jax.random.split(rng_key, 4)
     data = digits_shift_splits(data_key, in_classes=tuple(range(10)), noise_std=0.0)
-    flip = jax.random.bernoulli(noise_key, LABEL_NOISE, data.train_y.shape)
-    shift = jax.random.randint(jax.random.fold_in(noise_key, 1), data.train_y.shape, 1, 10)
-    noisy = jnp.where(flip, (data.train_y + shift) % 10, data.train_y).astype(jnp.int32)
+    noisy = flip_labels(noise_key, data.train_y, LABEL_NOISE, 10)
     labels = {"clean": data.train_y, "noisy": noisy}
     results = {
         name: _run_optimizer(config, name, data, labels, jax.random.fold_in(train_key, i), progress)
@@ -594,19 +449,10 @@ def run(config: HarmConfig, rng_key: jax.Array, progress: Progress) -> Result:
     seconds = time.perf_counter() - start
     summary = {name: _cell_summary(results[name]) for name in OPTIMIZERS}
     probe_steps = results["sgdm"]["arms"]["reweight"]["probe_steps"]
-    mass_by_time = {
-        name: {
-            d: [
-                _mass_ratio(
-                    results[name]["arms"]["reweight"]["probes"],
-                    d,
-                    list(range(len(results[name]["cells"]))),
-                    [t],
-                )
-                for t in range(len(probe_steps))
-            ]
-            for d in DIRECTIONS[1:]
-        }
+    times = range(len(probe_steps))
+    probes = {name: results[name]["arms"]["reweight"]["probes"] for name in OPTIMIZERS}
+    mass_by_time = {  # every member of an optimizer, at each probe step
+        name: {d: [_mass_ratio(probes[name], d, times=[t]) for t in times] for d in DIRECTIONS[1:]}
         for name in OPTIMIZERS
     }
     ridge = _ridge_choice(results)

@@ -56,14 +56,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
-from flax import nnx
 from matplotlib.figure import Figure
 
 from jaxlab._src import parts as _parts
@@ -71,17 +68,17 @@ from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, r
 from jaxlab._src.validation import check_int
 from jaxlab.nn import (
     GPTConfig,
-    MixtureOfExperts,
-    SimpleGPT,
-    ffn_hidden_size,
+    MoETopKProblem,
     fit_convergence_constants,
     fixed_compute_steps,
+    moe_compute_axis,
+    moe_language_model_problem,
+    moe_teacher_student_problem,
     moe_teacher_student_task,
-    moe_transformer_flop_constants,
+    moe_top_k_trainer,
     optimal_top_k,
     predicted_loss,
     sample_batch,
-    scan_train,
     split_corpus,
     stdlib_byte_corpus,
 )
@@ -233,172 +230,49 @@ class MoETopKConfig(ExperimentConfig):
 # Teacher, data, student training.
 
 
-class _Problem(NamedTuple):
-    """One sweep's ingredients (both tasks share the trainer, the sweep and the verdict)."""
-
-    make_model: Callable[[int, jax.Array], nnx.Module]  # (top_k, key) -> model
-    sample: Callable[[jax.Array], tuple]  # key -> training batch (jit-friendly)
-    losses: Callable[[nnx.Module, tuple], tuple[jax.Array, jax.Array]]  # -> (task, balance)
-    eval_batch: tuple
-    overhead_flops: int  # c0: forward FLOPs per token that do not scale with K
-    flops_per_expert: int  # c1: forward FLOPs per token of one more active expert
-    moe_features: tuple[int, int]  # (d, h) of every MoE layer of the model
-    moe_layers: int  # MoE layers per token's forward pass
-    tokens_per_batch: int  # N, tokens in one MoE call of a training step
-    info: dict[str, Any]
-
-
-def _student(config: MoETopKConfig, top_k: int, key: jax.Array) -> MixtureOfExperts:
-    return MixtureOfExperts(
-        config.in_features,
-        config.hidden_features,
-        config.num_experts,
-        top_k,
-        gate=config.gate,
-        router_init_std=config.student_router_std,
-        rngs=nnx.Rngs(key),
-    )
-
-
-def _teacher_student_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
-    task = moe_teacher_student_task(
-        key,
-        in_features=config.in_features,
-        hidden_features=config.hidden_features,
-        num_experts=config.teacher_experts,
-        top_k=config.teacher_top_k,
-        router_std=config.teacher_router_std,
-        num_clusters=config.num_clusters,
-        cluster_std=config.cluster_std,
-        target_noise_std=config.target_noise_std,
-        eval_samples=config.eval_samples,
-    )
-
-    def sample(key):
-        return task.sample(key, config.batch_size)
-
-    def losses(model, batch):
-        x, y = batch
-        y_hat, stats = model(x)
-        # Squared error summed over the d outputs, averaged over samples (the note's scale).
-        return jnp.mean(jnp.sum((y_hat - y) ** 2, axis=-1)), stats.load_balancing_loss
-
-    # (c₀, c₁) of cost(K) = c₀ + c₁K from the layer's own analytic count at K = 1 and 2.
-    one, two = (
-        nnx.eval_shape(lambda k=k: _student(config, k, jax.random.key(0))).flops_per_token()
-        for k in (1, 2)
-    )
-    c0, c1 = one - (two - one), two - one
-    return _Problem(
-        make_model=lambda top_k, key: _student(config, top_k, key),
-        sample=sample,
-        losses=losses,
-        eval_batch=task.eval_batch,
-        overhead_flops=c0,
-        flops_per_expert=c1,
-        moe_features=(config.in_features, config.hidden_features),
-        moe_layers=1,
-        tokens_per_batch=config.batch_size,
-        info={"task": "teacher_student", "loss": "eval squared error"},
-    )
-
-
-def _language_model_problem(config: MoETopKConfig, key: jax.Array) -> _Problem:
-    """A byte-level SimpleGPT whose every FFN is an MoE, on the standard library's sources."""
-
-    def gpt_config(top_k):
-        return GPTConfig(
-            256,
-            config.in_features,
-            config.lm_layers,
-            config.lm_heads,
-            max_len=config.lm_seq_len,
-            multiple_of=32,
-            ffn_multiplier=config.lm_ffn_multiplier,
-            num_experts=config.num_experts,
-            experts_top_k=top_k,
-            moe_gate=config.gate,
-            moe_aux_weight=config.aux_weight,
+def _problem(config: MoETopKConfig, key: jax.Array) -> MoETopKProblem:
+    if config.task == "teacher_student":
+        task = moe_teacher_student_task(
+            key,
+            in_features=config.in_features,
+            hidden_features=config.hidden_features,
+            num_experts=config.teacher_experts,
+            top_k=config.teacher_top_k,
+            router_std=config.teacher_router_std,
+            num_clusters=config.num_clusters,
+            cluster_std=config.cluster_std,
+            target_noise_std=config.target_noise_std,
+            eval_samples=config.eval_samples,
         )
-
+        return moe_teacher_student_problem(
+            task,
+            in_features=config.in_features,
+            hidden_features=config.hidden_features,
+            num_experts=config.num_experts,
+            gate=config.gate,
+            router_init_std=config.student_router_std,
+            batch_size=config.batch_size,
+        )
+    # A byte-level SimpleGPT whose every FFN is an MoE, on the standard library's sources.
+    gpt = GPTConfig(
+        256,
+        config.in_features,
+        config.lm_layers,
+        config.lm_heads,
+        max_len=config.lm_seq_len,
+        multiple_of=32,
+        ffn_multiplier=config.lm_ffn_multiplier,
+        num_experts=config.num_experts,
+        experts_top_k=1,
+        moe_gate=config.gate,
+        moe_aux_weight=config.aux_weight,
+    )
     train, val = split_corpus(stdlib_byte_corpus(config.lm_corpus_bytes))
     train, val = jnp.asarray(train), jnp.asarray(val)
     eval_batch = sample_batch(key, val, config.eval_samples, config.lm_seq_len)
-
-    def sample(key):
-        return sample_batch(key, train, config.batch_size, config.lm_seq_len)
-
-    def losses(model, batch):
-        _, parts = model.loss_and_aux(*batch)
-        return parts["cross_entropy"], parts["moe_aux"]
-
-    gpt = gpt_config(1)
-    c0, c1 = moe_transformer_flop_constants(gpt)  # attention, router and head in c0
-    return _Problem(
-        make_model=lambda top_k, key: SimpleGPT(gpt_config(top_k), rngs=nnx.Rngs(key)),
-        sample=sample,
-        losses=losses,
-        eval_batch=eval_batch,
-        overhead_flops=c0,
-        flops_per_expert=c1,
-        moe_features=(gpt.d_model, ffn_hidden_size(gpt)),  # every block's FFN
-        moe_layers=config.lm_layers,
-        tokens_per_batch=config.batch_size * config.lm_seq_len,  # [B, T] tokens per MoE call
-        info={
-            "task": "language_model",
-            "loss": "eval cross-entropy (nats/byte)",
-            "python_version": sys.version.split()[0],
-            "corpus_bytes": int(train.size + val.size),
-            "expert_hidden": ffn_hidden_size(gpt),
-        },
-    )
-
-
-def _trainer(config: MoETopKConfig, top_k: int, problem: _Problem):
-    """(init, train, evaluate), all vmapped over seeds and jitted.
-
-    ``train(carry, data_keys, start, num_steps)`` continues every seed's run by ``num_steps``
-    Adam steps (:func:`jaxlab.nn.scan_train`; traced step counts, so one compilation per K serves
-    every stop), step ``s`` on the batch of key ``fold_in(data_key, s)``, so stopping at the
-    grid's step counts does not change the run.
-    """
-    abstract = nnx.eval_shape(lambda: problem.make_model(top_k, jax.random.key(0)))
-    graphdef, _, _ = nnx.split(abstract, nnx.Param, ...)
-    tx = optax.adam(config.learning_rate)
-
-    def init(key):
-        _, params, rest = nnx.split(problem.make_model(top_k, key), nnx.Param, ...)
-        return params, rest, tx.init(params)
-
-    def objective(params, rest, batch):
-        task, balance = problem.losses(nnx.merge(graphdef, params, rest), batch)
-        return task + config.aux_weight * balance, (task, balance)
-
-    def train(carry, data_key, start, num_steps):
-        params, rest, opt_state = carry
-        trained = scan_train(
-            lambda p, batch: objective(p, rest, batch)[0],
-            params,
-            tx,
-            lambda step: problem.sample(jax.random.fold_in(data_key, step)),
-            num_steps,
-            opt_state=opt_state,
-            start_step=start,
-        )
-        return trained.params, rest, trained.opt_state
-
-    def evaluate(carry):
-        params, rest, _ = carry
-        task_loss = lambda p: objective(p, rest, problem.eval_batch)[1]
-        (task, balance), grads = jax.value_and_grad(task_loss, has_aux=True)(params)
-        grad_norm = jnp.sqrt(sum(jnp.sum(g**2) for g in jax.tree.leaves(grads)))
-        return {"loss": task, "grad_norm": grad_norm, "balance_loss": balance}
-
-    return (
-        jax.jit(jax.vmap(init)),
-        jax.jit(jax.vmap(train, in_axes=(0, 0, None, None))),
-        jax.jit(jax.vmap(evaluate)),
-    )
+    problem = moe_language_model_problem(gpt, train, eval_batch, batch_size=config.batch_size)
+    corpus = {"python_version": sys.version.split()[0], "corpus_bytes": int(train.size + val.size)}
+    return problem._replace(info=problem.info | corpus)
 
 
 def _summary(values: np.ndarray) -> dict[str, Any]:
@@ -407,63 +281,6 @@ def _summary(values: np.ndarray) -> dict[str, Any]:
         "mean": float(np.mean(values)),
         "se": float(np.std(values, ddof=1) / math.sqrt(values.size)),
         "per_seed": values.tolist(),
-    }
-
-
-def _compute_axis(config: MoETopKConfig, problem: _Problem, budget: float) -> dict[str, Any]:
-    """Per K: the analytic ``cost(K)`` next to the forward FLOPs per token each dispatch executes.
-
-    Executed cost = the account's part outside the MoE layers (attention and head; 0 for the
-    teacher-student) + ``layers ·`` :meth:`MixtureOfExperts.dispatch_flops_per_token` at the
-    training batch's ``N`` tokens; ``steps`` is ``T_K = round(R / cost)`` under that account.
-    """
-    c0, c1 = problem.overhead_flops, problem.flops_per_expert
-    layers, num_tokens = problem.moe_layers, problem.tokens_per_batch
-
-    def account(flops, analytic):
-        return {
-            "flops_per_token": flops,
-            "ratio_to_analytic": flops / analytic,
-            "steps": max(1, round(budget / flops)),
-        }
-
-    by_top_k = {}
-    for top_k in config.top_k_grid:
-        analytic = c0 + c1 * top_k
-        entry: dict[str, Any] = {"analytic": account(analytic, analytic)}
-        for name, capacity_factor, dispatch in (
-            ("dense_masked", None, "dense"),
-            *((f"sparse_c{c}", c, "sparse") for c in REPORTED_CAPACITY_FACTORS),
-        ):
-            # Abstract (shapes only): the FLOP account needs the sizes, not weights.
-            layer = nnx.eval_shape(
-                lambda: MixtureOfExperts(
-                    *problem.moe_features,
-                    config.num_experts,
-                    top_k,
-                    gate=config.gate,
-                    capacity_factor=capacity_factor,
-                    dispatch=dispatch,
-                    rngs=nnx.Rngs(0),
-                )
-            )
-            outside = analytic - layers * layer.flops_per_token()
-            executed = outside + layers * layer.dispatch_flops_per_token(num_tokens)
-            entry[name] = account(executed, analytic)
-            if dispatch == "sparse":
-                capacity = layer.capacity(num_tokens)
-                entry[name]["capacity"] = capacity
-                entry[name]["experts_per_token"] = config.num_experts * capacity / num_tokens
-        by_top_k[top_k] = entry
-    return {
-        "tokens_per_batch": num_tokens,
-        "moe_layers": layers,
-        "budget_R": budget,
-        "capacity_factors": list(REPORTED_CAPACITY_FACTORS),
-        "by_top_k": by_top_k,
-        "note": "forward FLOPs per token; the runs execute dense_masked, the budget and the "
-        "verdict use analytic; sparse_c* is what dispatch='sparse' would execute (reported, "
-        "not gating)",
     }
 
 
@@ -544,10 +361,7 @@ def _figures(config, fixed_steps, fixed_compute, fit, predicted_k, steps_r, loss
 def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result:
     """Runs the fixed-T and fixed-R sweeps, fits the bound and computes the note's verdict."""
     task_key, init_key, data_key = jax.random.split(rng_key, 3)
-    if config.task == "language_model":
-        problem = _language_model_problem(config, task_key)
-    else:
-        problem = _teacher_student_problem(config, task_key)
+    problem = _problem(config, task_key)
     c0, c1 = problem.overhead_flops, problem.flops_per_expert
     budget = config.budget_steps_at_max_k * (c0 + c1 * config.num_experts)
     steps_r = fixed_compute_steps(config.top_k_grid, budget, c0, c1)
@@ -564,7 +378,9 @@ def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result
     ):
 
         def train_top_k(top_k=top_k, t_r=t_r):  # one unit of work (issue 45)
-            init, train, evaluate = _trainer(config, top_k, problem)
+            init, train, evaluate = moe_top_k_trainer(
+                problem, top_k, learning_rate=config.learning_rate, aux_weight=config.aux_weight
+            )
             carry = init(jax.vmap(lambda key: jax.random.fold_in(key, top_k))(init_keys))
             done, out = 0, {}
             for target in sorted({*config.step_grid, t_r}):
@@ -662,7 +478,14 @@ def run(config: MoETopKConfig, rng_key: jax.Array, progress: Progress) -> Result
     metrics = {
         "task": problem.info,
         "flops_per_token": {"overhead_c0": c0, "per_expert_c1": c1, "budget_R": budget},
-        "compute_axis": _compute_axis(config, problem, budget),
+        "compute_axis": moe_compute_axis(
+            problem,
+            config.top_k_grid,
+            budget,
+            num_experts=config.num_experts,
+            gate=config.gate,
+            capacity_factors=REPORTED_CAPACITY_FACTORS,
+        ),
         "fixed_steps": fixed_steps,
         "fixed_compute": fixed_compute,
         "fixed_steps_verdict": verdict_t,

@@ -47,15 +47,12 @@ from jaxlab._src.validation import check_positive_int
 from jaxlab.nn import (
     GPTConfig,
     SimpleGPT,
-    activation_hessian_top_eigenvalue,
-    adam_preconditioner,
     adam_sharpness_limit,
-    language_model_loss,
-    loss_curve_stability,
-    preconditioned_top_eigenvalue,
-    residual_stream_loss,
+    language_model_program,
+    learning_rate_limits,
     sample_batch,
-    scan_train,
+    sample_eval_batches,
+    simplegpt_hessian_probe,
     simplegpt_optimizer,
     simplegpt_schedule,
     split_corpus,
@@ -182,12 +179,26 @@ class SimpleGPTLRConfig(ExperimentConfig):
         # Compile time dominates: one layer, the two judged placements, and the depth point is
         # the sweep's own model (its runs at the matched LR are reused, nothing else compiles).
         return cls(
-            placements=("simple", "pre"), learning_rates=(3e-3, 0.3), seeds=2, num_layers=1,
-            d_model=32, num_heads=2, seq_len=32, batch_size=8, steps=20, warmup_steps=2,
-            corpus_bytes=100_000, eval_batches=2, tail_steps=3, depth_d_model=32,
-            depth_num_layers=1, depth_steps=20, depth_seeds=2, hessian_iters=3,
+            placements=("simple", "pre"),
+            learning_rates=(3e-3, 0.3),
+            seeds=2,
+            num_layers=1,
+            d_model=32,
+            num_heads=2,
+            seq_len=32,
+            batch_size=8,
+            steps=20,
+            warmup_steps=2,
+            corpus_bytes=100_000,
+            eval_batches=2,
+            tail_steps=3,
+            depth_d_model=32,
+            depth_num_layers=1,
+            depth_steps=20,
+            depth_seeds=2,
+            hessian_iters=3,
             hessian_batch_size=2,
-        )  # fmt: skip
+        )
 
     @classmethod
     def quick(cls) -> SimpleGPTLRConfig:
@@ -200,63 +211,71 @@ class SimpleGPTLRConfig(ExperimentConfig):
     def full(cls) -> SimpleGPTLRConfig:
         # √3 steps from 3.3e-3 to 2.7 at d = 256, L = 6; depth point d = 256, 12 layers.
         return cls(
-            learning_rates=_sqrt3_grid(-6, 6), seeds=3, d_model=256, num_layers=6, num_heads=8,
-            seq_len=256, batch_size=32, steps=3000, warmup_steps=150, corpus_bytes=8_000_000,
-            eval_batches=16, tail_steps=50, lanes_per_call=1, depth_d_model=256,
-            depth_num_layers=12, depth_steps=3000, depth_seeds=3, matched_lr=1e-3,
-            hessian_iters=20, hessian_batch_size=8,
-        )  # fmt: skip
+            learning_rates=_sqrt3_grid(-6, 6),
+            seeds=3,
+            d_model=256,
+            num_layers=6,
+            num_heads=8,
+            seq_len=256,
+            batch_size=32,
+            steps=3000,
+            warmup_steps=150,
+            corpus_bytes=8_000_000,
+            eval_batches=16,
+            tail_steps=50,
+            lanes_per_call=1,
+            depth_d_model=256,
+            depth_num_layers=12,
+            depth_steps=3000,
+            depth_seeds=3,
+            matched_lr=1e-3,
+            hessian_iters=20,
+            hessian_batch_size=8,
+        )
 
 
-def _gpt_config(config: SimpleGPTLRConfig, placement: str, d: int, layers: int) -> GPTConfig:
-    return GPTConfig(
-        256, d, layers, config.num_heads, multiple_of=config.multiple_of, max_len=config.seq_len,
-        norm_placement=placement,
-    )  # fmt: skip
-
-
-def _train_lanes(
-    config, gpt, steps, train, eval_windows, lanes, lr_values, seed_keys, *, keep_states
-):
+def _train_lanes(config, placement, depth, data, lanes, seed_keys):
     """Trains (LR index, seed) ``lanes`` of one model; returns curves, val losses, checkpoints.
 
-    One jitted, vmapped program per model does everything for a lane: draws the initial
-    parameters, trains two halves (:func:`jaxlab.nn.scan_train`; the peak LR is a traced lane
+    The model is the sweep's (``depth`` False: its LRs) or the depth point's (its matched LR).
+    One jitted, vmapped :func:`jaxlab.nn.language_model_program` per model does everything for a
+    lane: draws the initial parameters, trains two halves (the peak LR is a traced lane
     argument), keeps parameters and optimizer state after each half and evaluates the final
     validation loss.
     """
+    d, layers, steps = (
+        (config.depth_d_model, config.depth_num_layers, config.depth_steps)
+        if depth
+        else (config.d_model, config.num_layers, config.steps)
+    )
+    lr_values = (config.matched_lr,) if depth else config.learning_rates
+    keep_states = depth or (config.depth_is_sweep and placement in config.depth_placements)
+    gpt = GPTConfig(
+        256,
+        d,
+        layers,
+        config.num_heads,
+        multiple_of=config.multiple_of,
+        max_len=config.seq_len,
+        norm_placement=placement,
+    )
     graphdef, _ = nnx.split(nnx.eval_shape(lambda: SimpleGPT(gpt, rngs=nnx.Rngs(0))))
-    half = steps // 2
 
-    def loss_of(params, batch):
-        return language_model_loss(nnx.merge(graphdef, params), *batch)
+    def optimizer(peak_lr):
+        schedule = simplegpt_schedule(peak_lr, config.warmup_steps, steps)
+        return simplegpt_optimizer(schedule, config.weight_decay)
 
-    def lane(init_key, peak_lr, data_key):
-        params0 = nnx.state(SimpleGPT(gpt, rngs=nnx.Rngs(params=init_key)), nnx.Param)
-        tx = simplegpt_optimizer(
-            simplegpt_schedule(peak_lr, config.warmup_steps, steps), config.weight_decay
-        )
+    program = language_model_program(
+        gpt,
+        optimizer,
+        *data,
+        steps=steps,
+        batch_size=config.batch_size,
+        seq_len=config.seq_len,
+        num_checkpoints=2,
+    )
 
-        def batch(step_id):
-            key = jax.random.fold_in(data_key, step_id)
-            return sample_batch(key, train, config.batch_size, config.seq_len)
-
-        def train_half(carry, index):
-            params, opt_state = carry
-            result = scan_train(
-                loss_of, params, tx, batch, half, opt_state=opt_state, start_step=index * half
-            )
-            carry = (result.params, result.opt_state)
-            return carry, (carry, result.losses)
-
-        # The two halves as a scan (one compiled body), keeping the state after each.
-        start = (params0, tx.init(params0))
-        _, (states, losses) = jax.lax.scan(train_half, start, jnp.arange(2))
-        final = jax.tree.map(lambda x: x[1], states)
-        val = jnp.mean(jax.lax.map(lambda b: loss_of(final[0], b), eval_windows))
-        return states, jnp.ravel(losses), val
-
-    run_lanes = jax.jit(jax.vmap(lane))
+    run_lanes = jax.jit(jax.vmap(program))
     per_call = config.lanes_per_call or len(lanes)
     out = {"losses": {}, "val": {}, "state": {}}
     for start in range(0, len(lanes), per_call):
@@ -328,46 +347,28 @@ def _part1(config, summary):
     return part, {"ratio": ratio, "per_seed": ratios, "sides": sides}
 
 
-def _sweep(config, train, eval_windows, rng_key, progress):
-    rule = dict(
-        warmup_steps=config.warmup_steps, min_drop=config.min_drop,
-        spike_threshold=config.spike_threshold, tail_steps=config.tail_steps,
-    )  # fmt: skip
+def _sweep(config, data, rng_key, progress):
     seed_keys = jax.random.split(rng_key, config.seeds)
     lanes = [(i, s) for i in range(len(config.learning_rates)) for s in range(config.seeds)]
     summary, kept = {}, {}
     for placement in progress.track(config.placements, description="LR sweep"):
-        gpt = _gpt_config(config, placement, config.d_model, config.num_layers)
-        trained, graphdef = _train_lanes(
-            config, gpt, config.steps, train, eval_windows, lanes, config.learning_rates,
-            seed_keys, keep_states=config.depth_is_sweep and placement in config.depth_placements,
-        )  # fmt: skip
+        trained, graphdef = _train_lanes(config, placement, False, data, lanes, seed_keys)
         if len(trained["val"]) < len(lanes):  # lanes outside this part (issue 45)
             continue
-        per_lr = []
-        for i, lr in enumerate(config.learning_rates):
-            runs = [
-                loss_curve_stability(trained["losses"][(i, s)], **rule) for s in range(config.seeds)
-            ]
-            vals = [trained["val"][(i, s)] for s in range(config.seeds)]
-            stable = [r["stable"] and math.isfinite(v) for r, v in zip(runs, vals, strict=True)]
-            per_lr.append(
-                {"lr": lr, "stable": stable, "stable_all_seeds": all(stable), "val_loss": vals,
-                 "val_loss_median": float(np.median(vals)), "runs": runs}
-            )  # fmt: skip
-        limit_per_seed = [
-            max([r["lr"] for r in per_lr if r["stable"][s]], default=0.0)
-            for s in range(config.seeds)
-        ]
-        stable_vals = [r["val_loss_median"] for r in per_lr if r["stable_all_seeds"]]
-        summary[placement] = {
-            "per_lr": per_lr,
-            "limit_per_seed": limit_per_seed,
-            "limit_median": float(np.median(limit_per_seed)),
-            "best_val_loss": min(stable_vals) if stable_vals else float("nan"),
+        shape = (len(config.learning_rates), config.seeds)
+        losses = [[trained["losses"][(i, s)] for s in range(shape[1])] for i in range(shape[0])]
+        vals = [[trained["val"][(i, s)] for s in range(shape[1])] for i in range(shape[0])]
+        summary[placement] = learning_rate_limits(
+            losses,
+            vals,
+            config.learning_rates,
+            warmup_steps=config.warmup_steps,
+            min_drop=config.min_drop,
+            spike_threshold=config.spike_threshold,
+            tail_steps=config.tail_steps,
+        ) | {
             "train_loss_curves": {
-                f"{lr:.4g}": [trained["losses"][(i, s)] for s in range(config.seeds)]
-                for i, lr in enumerate(config.learning_rates)
+                f"{lr:.4g}": row for lr, row in zip(config.learning_rates, losses, strict=True)
             },
         }
         if config.depth_is_sweep and placement in config.depth_placements:
@@ -375,7 +376,7 @@ def _sweep(config, train, eval_windows, rng_key, progress):
     return summary, kept
 
 
-def _depth_runs(config, train, eval_windows, rng_key, kept, progress):
+def _depth_runs(config, data, rng_key, kept, progress):
     """The depth point's trained runs: ``{placement: (losses, vals, states, graphdef)}``."""
     runs = {}
     for placement in progress.track(config.depth_placements, description="depth point"):
@@ -384,12 +385,9 @@ def _depth_runs(config, train, eval_windows, rng_key, kept, progress):
             matched = [math.isclose(lr, config.matched_lr) for lr in config.learning_rates]
             lanes = [(matched.index(True), s) for s in range(config.depth_seeds)]
         else:
-            gpt = _gpt_config(config, placement, config.depth_d_model, config.depth_num_layers)
             lanes = [(0, s) for s in range(config.depth_seeds)]
-            trained, graphdef = _train_lanes(
-                config, gpt, config.depth_steps, train, eval_windows, lanes, (config.matched_lr,),
-                jax.random.split(rng_key, config.depth_seeds), keep_states=True,
-            )  # fmt: skip
+            seed_keys = jax.random.split(rng_key, config.depth_seeds)
+            trained, graphdef = _train_lanes(config, placement, True, data, lanes, seed_keys)
         runs[placement] = (
             *([trained[k][lane] for lane in lanes] for k in ("losses", "val", "state")),
             graphdef,
@@ -397,48 +395,16 @@ def _depth_runs(config, train, eval_windows, rng_key, kept, progress):
     return runs
 
 
-def _measurers(graphdef, batch, num_iters):
-    """Jitted measurements on the fixed batch (one compilation each per model)."""
-    tokens, targets = batch
-
-    def activation(params, layer, key, shift):
-        residuals, loss_at = residual_stream_loss(nnx.merge(graphdef, params), tokens, targets)
-        return activation_hessian_top_eigenvalue(
-            lambda x: loss_at(layer, x), residuals[layer], rng_key=key, num_iters=num_iters,
-            shift=shift,
-        )[0]  # fmt: skip
-
-    def preconditioned(params, pre, key, shift):
-        def loss(p):
-            return language_model_loss(nnx.merge(graphdef, p), tokens, targets)
-
-        return preconditioned_top_eigenvalue(
-            loss, params, pre, rng_key=key, num_iters=num_iters, shift=shift
-        )[0]
-
-    def rms(params):
-        model = nnx.merge(graphdef, params)
-        residuals, _ = residual_stream_loss(model, tokens, targets)
-        per_layer = jnp.sqrt(jnp.mean(jnp.square(residuals), axis=(1, 2, 3)))
-        return per_layer, model.activation_rms(tokens)
-
-    return jax.jit(activation), jax.jit(preconditioned), jax.jit(rms)
-
-
-def _top(fn, *args):
-    """``fn(..., shift)``'s dominant eigenvalue, re-run with a shift when it is negative."""
-    dominant = float(fn(*args, 0.0))
-    return (float(fn(*args, dominant)) if dominant < 0 else dominant), dominant
-
-
 def _depth_hessians(config, runs, batch, rng_key, progress):
-    layers, steps = config.depth_num_layers, config.depth_steps
+    steps = config.depth_steps
     schedule = simplegpt_schedule(config.matched_lr, config.warmup_steps, steps)
     at_step = {"mid": steps // 2, "end": steps}
     out = {}
     for placement in progress.track(config.depth_placements, description="Hessians"):
         losses, vals, states, graphdef = runs[placement]
-        activation, preconditioned, rms = _measurers(graphdef, batch, config.hessian_iters)
+        probe = simplegpt_hessian_probe(
+            graphdef, batch, num_iters=config.hessian_iters, b1=_B1, b2=_B2, eps=_EPS
+        )
         record: dict[str, Any] = {
             "train_loss_curves": losses,
             "val_loss": vals,
@@ -446,36 +412,23 @@ def _depth_hessians(config, runs, batch, rng_key, progress):
         }
         for checkpoint in _CHECKPOINTS:
             lr = float(schedule(at_step[checkpoint] - 1))  # the LR of the last update
-            names = ("act", "act_dominant", "pre", "pre_dominant", "raw", "rms")
-            act, act_dominant, pre_top, pre_dominant, raw, rms_rows = ([] for _ in names)
-            sublayer_rms = None
-            for s, state in enumerate(states):
-                params, opt_state = state[checkpoint]
-                key = jax.random.fold_in(rng_key, s)
-                tops = [_top(activation, params, jnp.asarray(i), key) for i in range(layers)]
-                act.append([t[0] for t in tops])
-                act_dominant.append([t[1] for t in tops])
-                pre = adam_preconditioner(opt_state, b1=_B1, b2=_B2, eps=_EPS)
-                top, dominant = _top(preconditioned, params, pre, key)
-                pre_top.append(top)
-                pre_dominant.append(dominant)
-                raw.append(_top(preconditioned, params, jax.tree.map(jnp.ones_like, pre), key)[0])
-                per_layer, sub = rms(params)
-                rms_rows.append([float(v) for v in per_layer])
-                if s == 0:
-                    sublayer_rms = {name: float(v) for name, v in sub.items()}
+            probes = [
+                probe(*state[checkpoint], jax.random.fold_in(rng_key, s))
+                for s, state in enumerate(states)
+            ]
+            act = [p["activation"] for p in probes]
             record[checkpoint] = {
                 "step": at_step[checkpoint],
                 "lr_of_last_update": lr,
                 "adam_limit_38_over_lr": float(adam_sharpness_limit(lr, b1=_B1)),
                 "activation_lambda_per_block": act,
-                "activation_dominant_per_block": act_dominant,
+                "activation_dominant_per_block": [p["activation_dominant"] for p in probes],
                 "activation_lambda_median_over_blocks": [float(np.median(r)) for r in act],
-                "preconditioned_lambda": pre_top,
-                "preconditioned_dominant": pre_dominant,
-                "raw_lambda": raw,
-                "residual_rms_entering_block": rms_rows,
-                "sublayer_rms_seed0": sublayer_rms,
+                "preconditioned_lambda": [p["preconditioned"] for p in probes],
+                "preconditioned_dominant": [p["preconditioned_dominant"] for p in probes],
+                "raw_lambda": [p["raw"] for p in probes],
+                "residual_rms_entering_block": [p["residual_rms"] for p in probes],
+                "sublayer_rms_seed0": probes[0]["sublayer_rms"] if probes else None,
             }
         out[placement] = record
     return out
@@ -494,8 +447,11 @@ def _part2(config, depth):
             f"(lower on {sum(lower)}/{len(lower)} seeds)"
         )
     states = set(per_checkpoint.values())
-    medians = [depth[p][c]["activation_lambda_median_over_blocks"] for p in ("simple", "pre")
-               for c in _CHECKPOINTS]  # fmt: skip
+    medians = [
+        depth[p][c]["activation_lambda_median_over_blocks"]
+        for p in ("simple", "pre")
+        for c in _CHECKPOINTS
+    ]
     finite = all(math.isfinite(v) for row in medians for v in row)
     passed = finite and states == {"lower"}
     # A non-finite eigenvalue (a diverged run) decides nothing.
@@ -504,16 +460,21 @@ def _part2(config, depth):
         f"d = {config.depth_d_model}, {config.depth_num_layers} layers, lr {config.matched_lr:g}"
     )
     verdict = (
-        "" if passed else " — a non-finite eigenvalue (a diverged run) decides nothing"
-        if not finite else " — the Hessian half is not reproduced at this scale"
-        if resolved else " — seeds disagree"
-    )  # fmt: skip
+        ""
+        if passed
+        else " — a non-finite eigenvalue (a diverged run) decides nothing"
+        if not finite
+        else " — the Hessian half is not reproduced at this scale"
+        if resolved
+        else " — seeds disagree"
+    )
     part = check(
         "(2) at the depth point SimpleGPT's top eigenvalue of the loss Hessian w.r.t. the "
         "residual stream (per token, median over blocks) is below PreNorm's at matched steps",
-        f"{where}: " + "; ".join(texts) + " (median over seeds)" + verdict, passed,
+        f"{where}: " + "; ".join(texts) + " (median over seeds)" + verdict,
+        passed,
         resolved=resolved,
-    )  # fmt: skip
+    )
     return part, per_checkpoint
 
 
@@ -580,14 +541,14 @@ def run(config: SimpleGPTLRConfig, rng_key: jax.Array, progress: Progress) -> Re
     train, val = jnp.asarray(train_np), jnp.asarray(val_np)
     data_key, hessian_key, train_key, depth_key = jax.random.split(rng_key, 4)
     eval_key, batch_key = jax.random.split(data_key)
-    windows = sample_batch(eval_key, val, config.eval_batches * config.batch_size, config.seq_len)
-    shape = (config.eval_batches, config.batch_size, config.seq_len)
-    eval_windows = jax.tree.map(lambda x: jnp.reshape(x, shape), windows)
+    eval_windows = sample_eval_batches(
+        eval_key, val, config.eval_batches, config.batch_size, config.seq_len
+    )
     hessian_batch = sample_batch(batch_key, val, config.hessian_batch_size, config.seq_len)
 
-    summary, kept = _sweep(config, train, eval_windows, train_key, progress)
+    summary, kept = _sweep(config, (train, eval_windows), train_key, progress)
     part1, ratios = _part1(config, summary)
-    runs = _depth_runs(config, train, eval_windows, depth_key, kept, progress)
+    runs = _depth_runs(config, (train, eval_windows), depth_key, kept, progress)
     del kept
     depth = _depth_hessians(config, runs, hessian_batch, hessian_key, progress)
     part2, per_checkpoint = _part2(config, depth)

@@ -54,6 +54,9 @@ from jaxlab.nn._disjunctive_problems import (
     input_decided_toy_rules,
     output_only_regression_task,
     output_only_target,
+    rule_network_apply,
+    rule_network_init,
+    rule_network_trainer,
     tightness_rules,
 )
 from jaxlab.nn._hessian import (
@@ -63,6 +66,7 @@ from jaxlab.nn._hessian import (
     hvp,
     preconditioned_top_eigenvalue,
     residual_stream_loss,
+    simplegpt_hessian_probe,
     top_eigenvalue,
 )
 from jaxlab.nn._invertible import (
@@ -87,6 +91,13 @@ from jaxlab.nn._moe import (
     capacity_keep_mask,
     load_balancing_loss,
 )
+from jaxlab.nn._moe_problems import (
+    MoETopKProblem,
+    moe_compute_axis,
+    moe_language_model_problem,
+    moe_teacher_student_problem,
+    moe_top_k_trainer,
+)
 from jaxlab.nn._moe_theory import (
     ConvergenceFit,
     MoETeacherStudentTask,
@@ -109,8 +120,12 @@ from jaxlab.nn._simplegpt import (
     simplegpt_schedule,
 )
 from jaxlab.nn._text import (
+    LanguageModelRun,
+    language_model_program,
+    learning_rate_limits,
     loss_curve_stability,
     sample_batch,
+    sample_eval_batches,
     split_corpus,
     stdlib_byte_corpus,
     train_language_model,
@@ -136,6 +151,9 @@ __all__ = [
     "input_decided_toy_rules",
     "output_only_regression_task",
     "output_only_target",
+    "rule_network_apply",
+    "rule_network_init",
+    "rule_network_trainer",
     "tightness_rules",
     "ActNormLU",
     "activation_hessian_top_eigenvalue",
@@ -143,6 +161,7 @@ __all__ = [
     "adam_sharpness_limit",
     "preconditioned_top_eigenvalue",
     "residual_stream_loss",
+    "simplegpt_hessian_probe",
     "ConditionalMADE",
     "ConvergenceFit",
     "DeepSetsEncoder",
@@ -154,6 +173,11 @@ __all__ = [
     "MixtureOfExperts",
     "MoEStats",
     "MoETeacherStudentTask",
+    "MoETopKProblem",
+    "moe_compute_axis",
+    "moe_language_model_problem",
+    "moe_teacher_student_problem",
+    "moe_top_k_trainer",
     "QuadMixerEncoder",
     "RouterOutput",
     "SimpleGPT",
@@ -177,8 +201,12 @@ __all__ = [
     "optimal_top_k",
     "predicted_loss",
     "rotary_embedding",
+    "LanguageModelRun",
+    "language_model_program",
+    "learning_rate_limits",
     "loss_curve_stability",
     "sample_batch",
+    "sample_eval_batches",
     "sample_latents",
     "scan_train",
     "simplegpt_optimizer",

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from flax import nnx
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
@@ -41,6 +42,7 @@ from jaxlab._src.validation import (
     check_tree_like,
     is_concrete,
 )
+from jaxlab.nn._simplegpt import language_model_loss
 
 if TYPE_CHECKING:
     from jaxlab.nn._simplegpt import SimpleGPT
@@ -52,6 +54,7 @@ __all__ = [
     "hvp",
     "preconditioned_top_eigenvalue",
     "residual_stream_loss",
+    "simplegpt_hessian_probe",
     "top_eigenvalue",
 ]
 
@@ -547,6 +550,112 @@ def residual_stream_loss(
         return run(jnp.asarray(layer), x)[0]
 
     return residuals, loss_at
+
+
+def _top_with_shift(fn, *args) -> tuple[float, float]:
+    """``fn(..., shift)``'s dominant eigenvalue, re-run with a shift when it is negative."""
+    dominant = float(fn(*args, 0.0))
+    return (float(fn(*args, dominant)) if dominant < 0 else dominant), dominant
+
+
+def simplegpt_hessian_probe(
+    graphdef: Any,
+    batch: tuple[jax.Array, jax.Array],
+    *,
+    num_iters: int = 20,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+) -> Callable[[Any, Any, jax.Array], dict[str, Any]]:
+    """SimpleGPT's Hessian diagnostics at a checkpoint, on one fixed batch (jitted once per model).
+
+    The returned ``probe(params, opt_state, rng_key)`` measures, by Lanczos on Hessian-vector
+    products (re-run with the shift ``λ_dom`` when the dominant eigenvalue ``λ_dom`` is negative,
+    so the result is the largest algebraic one):
+
+    * ``activation``: per block ``ℓ``, the per-token top eigenvalue of the loss Hessian with
+      respect to the residual stream entering it (:func:`activation_hessian_top_eigenvalue` on
+      :func:`residual_stream_loss`), and ``activation_dominant``, the unshifted dominant one;
+    * ``preconditioned``: ``λ_max(P^{-1/2} H P^{-1/2})`` with Adam's preconditioner ``P`` from
+      ``opt_state`` (:func:`adam_preconditioner`), and ``preconditioned_dominant``;
+    * ``raw``: ``λ_max(H)`` of the parameter Hessian (``P = I``);
+    * ``residual_rms``: the RMS of the residual stream entering each block, and
+      ``sublayer_rms``, the model's ``SimpleGPT.activation_rms``.
+
+    Args:
+      graphdef: the model's ``nnx`` graph definition (``nnx.split(model)[0]``).
+      batch: ``(tokens, targets)`` of shape ``(B, T)``.
+      num_iters: Lanczos steps (Hessian-vector products) per eigenvalue.
+      b1: Adam's ``β₁`` of ``opt_state``.
+      b2: Adam's ``β₂``.
+      eps: Adam's ``ε``.
+
+    Returns:
+      ``probe(params, opt_state, rng_key) -> dict`` of Python floats (lists per block).
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> from flax import nnx
+      >>> from jaxlab.nn import GPTConfig, SimpleGPT, simplegpt_optimizer
+      >>> model = SimpleGPT(GPTConfig(256, 16, 2, 2, max_len=8, multiple_of=16), rngs=nnx.Rngs(0))
+      >>> graphdef, params = nnx.split(model, nnx.Param)
+      >>> batch = (jnp.arange(8)[None], jnp.arange(1, 9)[None])
+      >>> probe = simplegpt_hessian_probe(graphdef, batch, num_iters=3, b1=0.9, b2=0.95)
+      >>> tx = simplegpt_optimizer(1e-3)  # Adam's P needs one update before the probe
+      >>> _, opt_state = tx.update(jax.tree.map(jnp.ones_like, params), tx.init(params), params)
+      >>> record = probe(params, opt_state, jax.random.key(0))  # doctest: +SKIP
+      >>> len(record["activation"]), len(record["residual_rms"])  # doctest: +SKIP
+      (2, 2)
+    """
+    num_iters = check_positive_int(num_iters, "num_iters")
+    tokens, targets = batch
+
+    def activation(params, layer, key, shift):
+        residuals, loss_at = residual_stream_loss(nnx.merge(graphdef, params), tokens, targets)
+        return activation_hessian_top_eigenvalue(
+            lambda x: loss_at(layer, x),
+            residuals[layer],
+            rng_key=key,
+            num_iters=num_iters,
+            shift=shift,
+        )[0]
+
+    def preconditioned(params, pre, key, shift):
+        def loss(p):
+            return language_model_loss(nnx.merge(graphdef, p), tokens, targets)
+
+        return preconditioned_top_eigenvalue(
+            loss, params, pre, rng_key=key, num_iters=num_iters, shift=shift
+        )[0]
+
+    def rms(params):
+        model = nnx.merge(graphdef, params)
+        residuals, _ = residual_stream_loss(model, tokens, targets)
+        per_layer = jnp.sqrt(jnp.mean(jnp.square(residuals), axis=(1, 2, 3)))
+        return per_layer, model.activation_rms(tokens)
+
+    activation, preconditioned, rms = jax.jit(activation), jax.jit(preconditioned), jax.jit(rms)
+
+    def probe(params, opt_state, rng_key) -> dict[str, Any]:
+        per_layer, sublayer = rms(params)
+        tops = [
+            _top_with_shift(activation, params, jnp.asarray(i), rng_key)
+            for i in range(per_layer.shape[0])
+        ]
+        pre = adam_preconditioner(opt_state, b1=b1, b2=b2, eps=eps)
+        top, dominant = _top_with_shift(preconditioned, params, pre, rng_key)
+        ones = jax.tree.map(jnp.ones_like, pre)
+        return {
+            "activation": [t[0] for t in tops],
+            "activation_dominant": [t[1] for t in tops],
+            "preconditioned": top,
+            "preconditioned_dominant": dominant,
+            "raw": _top_with_shift(preconditioned, params, ones, rng_key)[0],
+            "residual_rms": [float(v) for v in per_layer],
+            "sublayer_rms": {name: float(v) for name, v in sublayer.items()},
+        }
+
+    return probe
 
 
 def _power(matvec, start, num_iters):

@@ -15,7 +15,7 @@ import pathlib
 import sys
 import sysconfig
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -33,11 +33,15 @@ from jaxlab._src.validation import (
     check_positive_int,
     check_real,
 )
-from jaxlab.nn._simplegpt import language_model_loss
+from jaxlab.nn._simplegpt import GPTConfig, SimpleGPT, language_model_loss
 
 __all__ = [
+    "LanguageModelRun",
+    "language_model_program",
+    "learning_rate_limits",
     "loss_curve_stability",
     "sample_batch",
+    "sample_eval_batches",
     "split_corpus",
     "stdlib_byte_corpus",
     "train_language_model",
@@ -166,6 +170,151 @@ def sample_batch(
     window = jax.vmap(lambda s: jax.lax.dynamic_slice(data, (s,), (seq_len + 1,)))(starts)
     window = window.astype(jnp.int32)
     return window[:, :-1], window[:, 1:]
+
+
+def sample_eval_batches(
+    rng_key: jax.Array, data: jax.Array, num_batches: int, batch_size: int, seq_len: int
+) -> tuple[jax.Array, jax.Array]:
+    """Fixed held-out batches: :func:`sample_batch` of ``num_batches · batch_size`` rows, stacked.
+
+    Args:
+      rng_key: a ``jax.random`` key.
+      data: 1-D integer tokens, length ``>= seq_len + 1``.
+      num_batches: batches ``E``.
+      batch_size: rows per batch ``B``.
+      seq_len: ``T``.
+
+    Returns:
+      ``(tokens, targets)``, int32 arrays of shape ``(E, B, T)`` (map a loss over the first axis).
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> tokens, targets = sample_eval_batches(jax.random.key(0), jnp.arange(100), 3, 4, 8)
+      >>> tokens.shape, bool(jnp.all(targets == tokens + 1))
+      ((3, 4, 8), True)
+    """
+    num_batches = check_positive_int(num_batches, "num_batches")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    windows = sample_batch(rng_key, data, num_batches * batch_size, seq_len)
+    return jax.tree.map(lambda x: jnp.reshape(x, (num_batches, batch_size, seq_len)), windows)
+
+
+class LanguageModelRun(NamedTuple):
+    """What a :func:`language_model_program` run returns.
+
+    Attributes:
+      checkpoints: ``(params, opt_state)`` after each of the ``num_checkpoints`` equal chunks of
+        training, stacked on a leading ``num_checkpoints`` axis (the last is the final state).
+      losses: ``(steps,)`` training loss of every step.
+      eval_loss: the mean loss of the final parameters over the held-out batches.
+
+    Examples:
+      >>> LanguageModelRun._fields
+      ('checkpoints', 'losses', 'eval_loss')
+    """
+
+    checkpoints: Any
+    losses: jax.Array
+    eval_loss: jax.Array
+
+
+def language_model_program(
+    config: GPTConfig,
+    optimizer: Callable[[jax.Array], optax.GradientTransformation],
+    train_data: Any,
+    eval_batches: tuple[jax.Array, jax.Array],
+    *,
+    steps: int,
+    batch_size: int,
+    seq_len: int,
+    num_checkpoints: int = 1,
+) -> Callable[[jax.Array, jax.Array, jax.Array], LanguageModelRun]:
+    """One pure training run of a :class:`SimpleGPT`, ``(init_key, peak_lr, data_key) -> run``.
+
+    The returned function draws the initial parameters (``nnx.Rngs(params=init_key)``), builds
+    ``optimizer(peak_lr)`` (the peak learning rate is a traced argument, so one compilation
+    serves a whole learning-rate grid, and ``jax.vmap`` trains several lanes at once), trains
+    ``steps`` steps with :func:`jaxlab.nn.scan_train` on :func:`sample_batch` windows of
+    ``train_data`` (step ``s`` draws with ``fold_in(data_key, s)``), keeps the state after each of
+    ``num_checkpoints`` equal chunks (one ``lax.scan`` over chunks of one compiled body) and
+    evaluates the final parameters on ``eval_batches``. Wrap it in ``jax.jit`` (and ``jax.vmap``).
+
+    Args:
+      config: the model's :class:`GPTConfig`.
+      optimizer: ``peak_lr -> optax.GradientTransformation`` (a schedule belongs inside).
+      train_data: 1-D integer tokens.
+      eval_batches: ``(tokens, targets)`` of shape ``(E, B, T)``
+        (:func:`sample_eval_batches`).
+      steps: optimizer steps, a multiple of ``num_checkpoints``.
+      batch_size: rows per training batch.
+      seq_len: tokens per row.
+      num_checkpoints: chunks whose final state is kept.
+
+    Returns:
+      ``program(init_key, peak_lr, data_key) -> LanguageModelRun``.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp, numpy as np
+      >>> from jaxlab.nn import GPTConfig, simplegpt_optimizer
+      >>> data = jnp.asarray(np.frombuffer(b"abcd" * 100, np.uint8))
+      >>> evals = sample_eval_batches(jax.random.key(1), data, 2, 4, 16)
+      >>> program = language_model_program(
+      ...     GPTConfig(256, 32, 1, 2, max_len=16, multiple_of=32), simplegpt_optimizer, data,
+      ...     evals, steps=40, batch_size=4, seq_len=16, num_checkpoints=2)
+      >>> run = jax.jit(program)(jax.random.key(0), jnp.float32(1e-2), jax.random.key(2))
+      >>> run.losses.shape, bool(run.eval_loss < 1.0)
+      ((40,), True)
+    """
+    if not isinstance(config, GPTConfig):
+        raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
+    check_callable(optimizer, "optimizer")
+    steps = check_positive_int(steps, "steps")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    seq_len = check_positive_int(seq_len, "seq_len")
+    num_checkpoints = check_positive_int(num_checkpoints, "num_checkpoints")
+    if steps % num_checkpoints:
+        raise ValueError(
+            f"steps must be a multiple of num_checkpoints={num_checkpoints}, got {steps}"
+        )
+    train = check_array(train_data, "train_data", kind="integer")
+    sample_batch(jax.random.key(0), train, batch_size, seq_len)  # validates shapes eagerly
+    graphdef, _ = nnx.split(nnx.eval_shape(lambda: SimpleGPT(config, rngs=nnx.Rngs(0))))
+    chunk = steps // num_checkpoints
+
+    def loss_of(params, batch):
+        return language_model_loss(nnx.merge(graphdef, params), *batch)
+
+    def program(init_key, peak_lr, data_key) -> LanguageModelRun:
+        params = nnx.state(SimpleGPT(config, rngs=nnx.Rngs(params=init_key)), nnx.Param)
+        tx = optimizer(peak_lr)
+
+        def batch(step_id):
+            key = jax.random.fold_in(data_key, step_id)
+            return sample_batch(key, train, batch_size, seq_len)
+
+        if num_checkpoints == 1:
+            result = scan_train(loss_of, params, tx, batch, steps)
+            final = (result.params, result.opt_state)
+            checkpoints = jax.tree.map(lambda x: x[None], final)
+            losses = result.losses
+        else:
+
+            def train_chunk(carry, index):
+                start_step = index * chunk
+                result = scan_train(
+                    loss_of, carry[0], tx, batch, chunk, opt_state=carry[1], start_step=start_step
+                )
+                carry = (result.params, result.opt_state)
+                return carry, (carry, result.losses)
+
+            start = (params, tx.init(params))
+            _, (checkpoints, losses) = jax.lax.scan(train_chunk, start, jnp.arange(num_checkpoints))
+            final = jax.tree.map(lambda x: x[-1], checkpoints)
+            losses = jnp.ravel(losses)
+        held_out = jax.lax.map(lambda b: loss_of(final[0], b), eval_batches)
+        return LanguageModelRun(checkpoints, losses, jnp.mean(held_out))
+
+    return program
 
 
 def train_language_model(
@@ -372,4 +521,87 @@ def loss_curve_stability(
         "final": final,
         "drop": drop,
         "max_spike": max_spike,
+    }
+
+
+def learning_rate_limits(
+    losses: Any,
+    val_losses: Any,
+    learning_rates: Any,
+    *,
+    warmup_steps: int,
+    min_drop: float = 0.5,
+    spike_threshold: float = 1.0,
+    tail_steps: int = 10,
+) -> dict[str, Any]:
+    """The largest stable learning rate of an LR sweep, per seed, by :func:`loss_curve_stability`.
+
+    A run (learning rate ``i``, seed ``s``) is stable when its training curve passes
+    :func:`loss_curve_stability` and its validation loss is finite; the limit of seed ``s`` is the
+    largest learning rate whose run is stable on that seed (0.0 when none is), and the sweep's
+    limit the median over seeds.
+
+    Args:
+      losses: training curves, ``(num_lrs, num_seeds, steps)``.
+      val_losses: final validation losses, ``(num_lrs, num_seeds)``.
+      learning_rates: the ``num_lrs`` learning rates.
+      warmup_steps: see :func:`loss_curve_stability`.
+      min_drop: see :func:`loss_curve_stability`.
+      spike_threshold: see :func:`loss_curve_stability`.
+      tail_steps: see :func:`loss_curve_stability`.
+
+    Returns:
+      ``{"per_lr", "limit_per_seed", "limit_median", "best_val_loss"}``: ``per_lr`` one record per
+      learning rate (``lr``, ``stable`` per seed, ``stable_all_seeds``, ``val_loss`` per seed,
+      ``val_loss_median``, ``runs``: the stability records), ``best_val_loss`` the smallest median
+      validation loss among learning rates stable on every seed (NaN when none is).
+
+    Examples:
+      >>> import numpy as np
+      >>> good = np.linspace(6.0, 3.0, 50)
+      >>> bad = np.full(50, np.nan)
+      >>> losses = np.stack([[good, good], [good, bad]])  # lrs (0.1, 1.0) x 2 seeds
+      >>> limits = learning_rate_limits(losses, [[3.1, 3.0], [2.9, 3.0]], (0.1, 1.0),
+      ...                               warmup_steps=5)
+      >>> limits["limit_per_seed"], limits["best_val_loss"]
+      ([1.0, 0.1], 3.05)
+    """
+    learning_rates = list(learning_rates)
+    val_losses = check_array(val_losses, "val_losses", host=True)
+    if len(losses) != len(learning_rates) or val_losses.shape[0] != len(learning_rates):
+        raise ValueError(
+            f"losses and val_losses must have one row per learning rate ({len(learning_rates)}), "
+            f"got {len(losses)} and {val_losses.shape[0]}"
+        )
+    rule = dict(
+        warmup_steps=warmup_steps,
+        min_drop=min_drop,
+        spike_threshold=spike_threshold,
+        tail_steps=tail_steps,
+    )
+    per_lr = []
+    for lr, curves, vals in zip(learning_rates, losses, val_losses, strict=True):
+        runs = [loss_curve_stability(curve, **rule) for curve in curves]
+        vals = [float(v) for v in vals]
+        stable = [r["stable"] and np.isfinite(v) for r, v in zip(runs, vals, strict=True)]
+        per_lr.append(
+            {
+                "lr": lr,
+                "stable": [bool(x) for x in stable],
+                "stable_all_seeds": bool(all(stable)),
+                "val_loss": vals,
+                "val_loss_median": float(np.median(vals)),
+                "runs": runs,
+            }
+        )
+    num_seeds = val_losses.shape[1]
+    limit_per_seed = [
+        max([r["lr"] for r in per_lr if r["stable"][s]], default=0.0) for s in range(num_seeds)
+    ]
+    stable_vals = [r["val_loss_median"] for r in per_lr if r["stable_all_seeds"]]
+    return {
+        "per_lr": per_lr,
+        "limit_per_seed": limit_per_seed,
+        "limit_median": float(np.median(limit_per_seed)),
+        "best_val_loss": min(stable_vals) if stable_vals else float("nan"),
     }

@@ -24,6 +24,19 @@ from jaxlab.optim._deva import (
     scale_by_deva_matrix,
     scale_by_deva_vector,
 )
+from jaxlab.optim._deva_problems import (
+    DEVA_LM_METHODS,
+    QUADRATIC_TOY_HETEROGENEOUS,
+    QUADRATIC_TOY_HOMOGENEOUS,
+    QUADRATIC_TOY_METHODS,
+    deva_lm_optimizer,
+    deva_muon_baseline,
+    quadratic_toy_curve,
+    quadratic_toy_optimizer,
+    quadratic_toy_problems,
+    quadratic_toy_schedule,
+    quadratic_toy_sweep,
+)
 from jaxlab.optim._ef_theory import (
     cgd_optimal_step_size,
     ef21_lyapunov,
@@ -55,7 +68,17 @@ from jaxlab.optim._harm import (
     harm_train_step,
     solve_harm_dual,
 )
-from jaxlab.optim._harm_problems import mlp_exact_harm_train_step, mlp_logits_and_features
+from jaxlab.optim._harm_problems import (
+    HARM_ARMS,
+    MLPHarmTraining,
+    mlp_accuracy,
+    mlp_exact_harm_train_step,
+    mlp_harm_probe,
+    mlp_harm_step,
+    mlp_harm_step_seconds,
+    mlp_harm_training,
+    mlp_logits_and_features,
+)
 from jaxlab.optim._newton_schulz import newton_schulz_msign
 from jaxlab.optim._problems import (
     DistributedProblem,
@@ -83,6 +106,18 @@ __all__: list[str] = [
     "is_hidden_matrix",
     "newton_schulz_msign",
     "quadratic_toy_hessian",
+    # DeVA's problems (jaxlab/optim/_deva_problems.py)
+    "DEVA_LM_METHODS",
+    "QUADRATIC_TOY_HETEROGENEOUS",
+    "QUADRATIC_TOY_HOMOGENEOUS",
+    "QUADRATIC_TOY_METHODS",
+    "deva_lm_optimizer",
+    "deva_muon_baseline",
+    "quadratic_toy_curve",
+    "quadratic_toy_problems",
+    "quadratic_toy_optimizer",
+    "quadratic_toy_schedule",
+    "quadratic_toy_sweep",
     "scale_by_deva_matrix",
     "scale_by_deva_vector",
     # SOAP, the deva experiment's baseline; its eigenbasis bookkeeping is DeVA-S∞'s
@@ -101,6 +136,13 @@ __all__: list[str] = [
     "solve_harm_dual",
     "mlp_exact_harm_train_step",
     "mlp_logits_and_features",
+    "HARM_ARMS",
+    "MLPHarmTraining",
+    "mlp_accuracy",
+    "mlp_harm_probe",
+    "mlp_harm_step",
+    "mlp_harm_step_seconds",
+    "mlp_harm_training",
     # one-step gradient delay and its correction (jaxlab/optim/_delay.py)
     "DELAY_CORRECTIONS",
     "DelayState",

@@ -30,6 +30,7 @@ from jaxlab.uncertainty._problems import (
     add_pixel_noise,
     digits_shift_splits,
     ensemble_init,
+    flip_labels,
     mlp_apply,
     mlp_init,
     rotate_images,
@@ -55,6 +56,7 @@ __all__ = [
     # problems and baselines (jaxlab/uncertainty/_problems.py)
     "DigitsShiftSplits",
     "add_pixel_noise",
+    "flip_labels",
     "digits_shift_splits",
     "ensemble_init",
     "mlp_apply",

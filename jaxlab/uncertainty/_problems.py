@@ -39,6 +39,7 @@ __all__ = [
     "DigitsShiftSplits",
     "add_pixel_noise",
     "digits_shift_splits",
+    "flip_labels",
     "ensemble_init",
     "mlp_apply",
     "mlp_init",
@@ -102,6 +103,30 @@ def add_pixel_noise(rng_key: jax.Array, images: ArrayLike, std: ArrayLike) -> ja
     x = check_array(images, "images", kind="floating")
     noise = jax.random.normal(rng_key, x.shape, x.dtype)
     return jnp.clip(x + jnp.asarray(std, x.dtype) * noise, 0.0, 1.0)
+
+
+def flip_labels(
+    rng_key: jax.Array, labels: ArrayLike, rate: ArrayLike, num_classes: int
+) -> jax.Array:
+    """Symmetric label noise: each label, with probability ``rate``, moves to another class.
+
+    A flipped label ``y`` becomes ``(y + s) mod K`` with ``s`` uniform on ``{1, …, K − 1}`` (so it
+    always changes). The flips draw from ``rng_key``, the shifts from ``fold_in(rng_key, 1)``.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> y = jnp.arange(1000) % 10
+      >>> noisy = flip_labels(jax.random.key(0), y, 0.2, 10)
+      >>> noisy.dtype, 0.15 < float(jnp.mean(noisy != y)) < 0.25
+      (dtype('int32'), True)
+    """
+    check_key(rng_key)
+    check_probability(rate, "rate")
+    num_classes = check_positive_int(num_classes, "num_classes")
+    y = check_array(labels, "labels", kind="integer")
+    flip = jax.random.bernoulli(rng_key, rate, y.shape)
+    shift = jax.random.randint(jax.random.fold_in(rng_key, 1), y.shape, 1, num_classes)
+    return jnp.where(flip, (y + shift) % num_classes, y).astype(jnp.int32)
 
 
 class DigitsShiftSplits(NamedTuple):

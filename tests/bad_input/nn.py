@@ -796,3 +796,107 @@ probes(
     raises("y", lambda: nn.pinned_fractions(_GAP_SET, None, jnp.full((2, 1), NAN)), ValueError,
            "nan counted as pinned"),
 )  # fmt: skip
+
+
+# --- issue 43: the experiments' programs and problems moved into the library --------------------
+no_probes("jaxlab.nn.LanguageModelRun", "a result NamedTuple built by language_model_program")
+no_probes("jaxlab.nn.MoETopKProblem", "a problem NamedTuple built by the moe_*_problem factories")
+_TOKENS = jnp.arange(40) % 16
+_EVALS = (jnp.zeros((1, 2, 4), jnp.int32), jnp.zeros((1, 2, 4), jnp.int32))
+probes(
+    "jaxlab.nn.sample_eval_batches",
+    raises("num_batches", lambda: nn.sample_eval_batches(_key(), _TOKENS, 0, 2, 4)),
+    raises("rng_key", lambda: nn.sample_eval_batches(None, _TOKENS, 1, 2, 4)),
+)
+probes(
+    "jaxlab.nn.language_model_program",
+    raises(
+        "config",
+        lambda: nn.language_model_program(
+            None, nn.simplegpt_optimizer, _TOKENS, _EVALS, steps=2, batch_size=2, seq_len=4
+        ),
+        TypeError,
+    ),
+    raises(
+        "optimizer",
+        lambda: nn.language_model_program(
+            _config(), 0.1, _TOKENS, _EVALS, steps=2, batch_size=2, seq_len=4
+        ),
+    ),
+    raises(
+        "steps",
+        lambda: nn.language_model_program(
+            _config(),
+            nn.simplegpt_optimizer,
+            _TOKENS,
+            _EVALS,
+            steps=3,
+            batch_size=2,
+            seq_len=4,
+            num_checkpoints=2,
+        ),
+        ValueError,
+    ),
+)
+probes(
+    "jaxlab.nn.learning_rate_limits",
+    raises(
+        "learning rate",
+        lambda: nn.learning_rate_limits([[np.ones(5)]], [[1.0]], (0.1, 0.2), warmup_steps=0),
+        ValueError,
+    ),
+    raises(
+        "warmup_steps",
+        lambda: nn.learning_rate_limits([[np.ones(5)]], [[1.0]], (0.1,), warmup_steps=-1),
+        ValueError,
+    ),
+)
+probes(
+    "jaxlab.nn.simplegpt_hessian_probe",
+    raises("num_iters", lambda: nn.simplegpt_hessian_probe(None, _EVALS, num_iters=0)),
+)
+probes(
+    "jaxlab.nn.moe_teacher_student_problem",
+    raises(
+        "task",
+        lambda: nn.moe_teacher_student_problem(
+            None, in_features=2, hidden_features=2, num_experts=2
+        ),
+        TypeError,
+    ),
+)
+probes(
+    "jaxlab.nn.moe_language_model_problem",
+    raises("config", lambda: nn.moe_language_model_problem(None, _TOKENS, None, batch_size=2)),
+    raises(
+        "num_experts",
+        lambda: nn.moe_language_model_problem(_config(), _TOKENS, None, batch_size=2),
+        ValueError,
+    ),
+)
+probes(
+    "jaxlab.nn.moe_top_k_trainer",
+    raises(
+        "problem",
+        lambda: nn.moe_top_k_trainer(None, 1, learning_rate=0.1, aux_weight=0.0),
+        TypeError,
+    ),
+)
+probes(
+    "jaxlab.nn.moe_compute_axis",
+    raises("problem", lambda: nn.moe_compute_axis(None, (1,), 1.0, num_experts=2), TypeError),
+)
+probes(
+    "jaxlab.nn.rule_network_init",
+    raises("hidden", lambda: nn.rule_network_init(_key(), 0)),
+    raises("rng_key", lambda: nn.rule_network_init(None, 4)),
+)
+probes(
+    "jaxlab.nn.rule_network_apply",
+    raises("params", lambda: nn.rule_network_apply({"w": 1}, jnp.ones((1, 3))), TypeError),
+)
+probes(
+    "jaxlab.nn.rule_network_trainer",
+    raises("steps", lambda: nn.rule_network_trainer(None, None, 0, uses_input=False)),
+    raises("uses_input", lambda: nn.rule_network_trainer(None, None, 1, uses_input="yes")),
+)

@@ -415,3 +415,87 @@ probes(
     ),
     raises("x", lambda: optim.mlp_logits_and_features(_MLP, jnp.ones(2)), ValueError),
 )
+
+
+# --- issue 43: DeVA's and harm's experiment programs and problems in the library -----------------
+probes(
+    "jaxlab.optim.quadratic_toy_schedule",
+    raises("steps", lambda: optim.quadratic_toy_schedule(0.1, 0)),
+)
+probes(
+    "jaxlab.optim.quadratic_toy_optimizer",
+    raises("method", lambda: optim.quadratic_toy_optimizer("lion", 0.1), ValueError),
+)
+probes(
+    "jaxlab.optim.quadratic_toy_curve",
+    raises("rng_key", lambda: optim.quadratic_toy_curve(None, [[1.0]], optax.sgd(0.1), steps=2)),
+    raises(
+        "steps",
+        lambda: optim.quadratic_toy_curve(jax.random.key(0), [[1.0]], optax.sgd(0.1), steps=0),
+    ),
+)
+probes(
+    "jaxlab.optim.quadratic_toy_problems",
+    raises("squared", lambda: optim.quadratic_toy_problems(squared="yes"), TypeError),
+)
+probes(
+    "jaxlab.optim.quadratic_toy_sweep",
+    raises(
+        "method",
+        lambda: optim.quadratic_toy_sweep("lion", None, None, None, None, steps=2),
+        ValueError,
+    ),
+)
+probes(
+    "jaxlab.optim.deva_muon_baseline",
+    raises("learning_rate", lambda: optim.deva_muon_baseline(-1.0)),
+    raises("weight_decay", lambda: optim.deva_muon_baseline(0.1, weight_decay=_NAN)),
+)
+probes(
+    "jaxlab.optim.deva_lm_optimizer",
+    raises("method", lambda: optim.deva_lm_optimizer("sgd", 0.1), ValueError),
+    raises("learning_rate", lambda: optim.deva_lm_optimizer("adamw", _INF)),
+)
+no_probes("jaxlab.optim.MLPHarmTraining", "a NamedTuple of programs built by mlp_harm_training")
+probes(
+    "jaxlab.optim.mlp_harm_step",
+    raises("arm", lambda: optim.mlp_harm_step("proxy", optax.sgd(0.1), _MLP), ValueError),
+    raises("params", lambda: optim.mlp_harm_step("base", optax.sgd(0.1), {"w": 1}), TypeError),
+)
+probes(
+    "jaxlab.optim.mlp_harm_probe",
+    raises(
+        "params",
+        lambda: optim.mlp_harm_probe(optax.sgd(0.1), {"w": 1}, None, jnp.eye(2), jnp.zeros(2)),
+        TypeError,
+    ),
+)
+probes(
+    "jaxlab.optim.mlp_harm_training",
+    raises(
+        "arm",
+        lambda: optim.mlp_harm_training(
+            "proxy", optax.sgd, lambda k: _MLP, jnp.eye(2), batch_size=1, chunk_steps=1
+        ),
+        ValueError,
+    ),
+    raises(
+        "batch_size",
+        lambda: optim.mlp_harm_training(
+            "base", optax.sgd, lambda k: _MLP, jnp.eye(2), batch_size=0, chunk_steps=1
+        ),
+    ),
+)
+probes(
+    "jaxlab.optim.mlp_harm_step_seconds",
+    raises(
+        "steps",
+        lambda: optim.mlp_harm_step_seconds(
+            optax.sgd(0.1), _MLP, jnp.eye(2), jnp.zeros(2, jnp.int32), steps=0
+        ),
+    ),
+)
+probes(
+    "jaxlab.optim.mlp_accuracy",
+    raises("params", lambda: optim.mlp_accuracy({"w": 1}, jnp.eye(2), jnp.zeros(2)), TypeError),
+)

@@ -283,3 +283,11 @@ probes(
         "cvar level 1.5",
     ),
 )
+
+
+probes(
+    "jaxlab.uncertainty.flip_labels",
+    raises("rate", lambda: unc.flip_labels(_KEY, jnp.arange(4), 1.5, 3), ValueError),
+    raises("labels", lambda: unc.flip_labels(_KEY, jnp.ones(4), 0.1, 3), TypeError),
+    raises("num_classes", lambda: unc.flip_labels(_KEY, jnp.arange(4), 0.1, 0)),
+)

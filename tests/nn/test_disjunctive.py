@@ -258,3 +258,43 @@ def test_hull_layer_matches_cvxpylayers_forward_and_backward():
     g_peer = jax.grad(lambda v: jnp.sum(weights * peer(v, task.x_test)))(raw)
     np.testing.assert_allclose(g, g_peer, atol=2e-3)
     assert float(jnp.abs(g).max()) > 0.1
+
+
+@pytest.mark.parametrize("arm", ["mlp", "penalty", "hull"])
+def test_rule_network_trainer_equals_a_hand_written_adam_loop(arm):
+    """scan_train's loop against plain ``jax.grad`` + Adam steps in a scan (the same arithmetic)."""
+    import optax
+
+    from jaxlab.nn import (
+        DisjunctiveLayer,
+        rule_network_apply,
+        rule_network_init,
+        rule_network_trainer,
+        rule_penalty,
+    )
+
+    task = input_decided_regression_task(jax.random.key(0), num_train=16, num_test=4)
+    layer = DisjunctiveLayer(task.rule_set) if arm == "hull" else None
+    rules = task.rule_set if arm == "penalty" else None
+    params = rule_network_init(jax.random.key(1), 8)
+    x, y = task.x_train, task.y_train
+
+    def loss(p):
+        raw = rule_network_apply(p, x)
+        if layer is not None:
+            raw, _ = layer(raw, x)
+        value = jnp.mean(jnp.sum((raw - y) ** 2, axis=-1))
+        if rules is not None:
+            value = value + 0.5 * jnp.mean(rule_penalty(rules, x, raw))
+        return value
+
+    tx = optax.adam(1e-2)
+
+    def step(carry, _):
+        p, s = carry
+        updates, s = tx.update(jax.grad(loss)(p), s, p)
+        return (optax.apply_updates(p, updates), s), None
+
+    (want, _), _ = jax.lax.scan(step, (params, tx.init(params)), None, 5)
+    got = rule_network_trainer(layer, rules, 5, uses_input=True)(params, x, y, 1e-2, 0.5)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7), got, want)

@@ -328,3 +328,41 @@ def test_adam_sharpness_limit_is_the_momentum_stability_edge(b1):
         return abs(x)
 
     assert final(0.98 * limit) < 1.0 < final(1.02 * limit)
+
+
+def test_simplegpt_hessian_probe_against_the_tools_called_directly():
+    """The probe's raw λ_max is top_eigenvalue's (Lanczos), its activation λ is
+    activation_hessian_top_eigenvalue's, and its residual RMS is the stream's own."""
+    from flax import nnx
+
+    from jaxlab.nn import simplegpt_hessian_probe, simplegpt_optimizer
+
+    model = SimpleGPT(GPTConfig(256, 16, 1, 2, max_len=8, multiple_of=16), rngs=nnx.Rngs(0))
+    graphdef, params = nnx.split(model, nnx.Param)
+    tokens = jax.random.randint(jax.random.key(1), (2, 8), 0, 256)
+    targets = jnp.roll(tokens, -1, axis=1)
+    tx = simplegpt_optimizer(1e-3)
+    key = jax.random.key(2)
+    probe = simplegpt_hessian_probe(graphdef, (tokens, targets), num_iters=4, b1=0.9, b2=0.95)
+    ones = jax.tree.map(jnp.ones_like, params)
+    _, opt_state = tx.update(ones, tx.init(params), params)  # P needs one Adam update
+    record = probe(params, opt_state, key)
+
+    def loss(p):
+        return language_model_loss(nnx.merge(graphdef, p), tokens, targets)
+
+    @jax.jit
+    def direct(p):
+        raw, _ = top_eigenvalue(loss, p, rng_key=key, num_iters=4, method="lanczos")
+        residuals, loss_at = residual_stream_loss(nnx.merge(graphdef, p), tokens, targets)
+        act, _ = activation_hessian_top_eigenvalue(
+            lambda x: loss_at(0, x), residuals[0], rng_key=key, num_iters=4
+        )
+        return raw, act, jnp.sqrt(jnp.mean(jnp.square(residuals[0])))
+
+    raw, act, rms = direct(params)
+    if float(raw) > 0:  # a positive dominant eigenvalue: no shifted re-run in the probe
+        assert record["raw"] == pytest.approx(float(raw), rel=1e-3)
+    assert record["activation_dominant"][0] == pytest.approx(float(act), rel=1e-3)
+    assert record["residual_rms"][0] == pytest.approx(float(rms), rel=1e-5)
+    assert len(record["activation"]) == 1 and "layer0.attention.q" in record["sublayer_rms"]

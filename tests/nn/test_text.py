@@ -323,3 +323,49 @@ def test_pipeline_pieces_reject_obscure_input():
         scan_train(loss_fn, jnp.ones(2), optax.sgd(0.1), lambda s: None, 1, start_step=-1)
     with pytest.raises(TypeError, match="has_aux must be a bool"):
         scan_train(loss_fn, jnp.ones(2), optax.sgd(0.1), lambda s: None, 1, has_aux=1)
+
+
+def test_language_model_program_checkpoints_equal_one_run_and_scan_train():
+    """Two checkpointed halves and one scan give the same run; the held-out loss is the mean."""
+    from jaxlab.nn import language_model_program, sample_eval_batches
+
+    data = jnp.asarray(np.frombuffer(b"the quick brown fox " * 40, np.uint8))
+    evals = sample_eval_batches(jax.random.key(1), data, 2, 4, 16)
+    tokens, targets = sample_batch(jax.random.key(1), data, 8, 16)
+    np.testing.assert_array_equal(evals[0], tokens.reshape(2, 4, 16))
+    gpt = GPTConfig(256, 32, 1, 2, max_len=16, multiple_of=32)
+    args = (gpt, simplegpt_optimizer, data, evals)
+    kwargs = dict(steps=6, batch_size=4, seq_len=16)
+    keys = (jax.random.key(0), jnp.float32(1e-2), jax.random.key(2))
+    one = jax.jit(language_model_program(*args, **kwargs))(*keys)
+    two = jax.jit(language_model_program(*args, **kwargs, num_checkpoints=2))(*keys)
+    np.testing.assert_allclose(one.losses, two.losses, rtol=1e-5)
+    np.testing.assert_allclose(one.eval_loss, two.eval_loss, rtol=1e-5)
+    assert jax.tree.leaves(two.checkpoints)[0].shape[0] == 2
+    model = SimpleGPT(gpt, rngs=nnx.Rngs(params=keys[0]))
+    params = nnx.state(model, nnx.Param)
+    graphdef, _ = nnx.split(model)
+
+    def loss(p, batch):
+        return language_model_loss(nnx.merge(graphdef, p), *batch)
+
+    batches = lambda s: sample_batch(jax.random.fold_in(keys[2], s), data, 4, 16)  # noqa: E731
+    result = scan_train(loss, params, simplegpt_optimizer(1e-2), batches, 6)
+    np.testing.assert_allclose(one.losses, result.losses, rtol=1e-5)
+    with pytest.raises(ValueError, match="multiple of num_checkpoints"):
+        language_model_program(*args, steps=5, batch_size=4, seq_len=16, num_checkpoints=2)
+
+
+def test_learning_rate_limits_by_hand():
+    from jaxlab.nn import learning_rate_limits
+
+    good, bad = np.linspace(6.0, 3.0, 30), np.linspace(6.0, 5.9, 30)  # bad: drops only 0.1
+    losses = [[good, good, good], [good, bad, good], [bad, bad, good]]
+    vals = [[3.0, 3.1, 3.2], [2.9, 3.0, 2.8], [2.0, 2.0, float("nan")]]
+    limits = learning_rate_limits(losses, vals, (0.1, 0.3, 1.0), warmup_steps=2)
+    assert limits["limit_per_seed"] == [0.3, 0.1, 0.3]  # seed 2 at 1.0: NaN val loss, unstable
+    assert limits["limit_median"] == 0.3
+    assert limits["best_val_loss"] == pytest.approx(3.1)  # only lr 0.1 is stable on every seed
+    assert [r["stable_all_seeds"] for r in limits["per_lr"]] == [True, False, False]
+    with pytest.raises(ValueError, match="one row per learning rate"):
+        learning_rate_limits(losses[:2], vals, (0.1, 0.3, 1.0), warmup_steps=2)
