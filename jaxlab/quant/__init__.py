@@ -11,12 +11,14 @@ The layer objective ``tr(ΔHΔᵀ)`` with ``H = (2/n) XᵀX`` (:func:`hessian_fr
 :func:`spin_cluster_order`) and the Schur-complement lookahead (:func:`schur_complement`,
 :func:`schur_complement_metric`, :func:`schur_complement_objective`).
 
-Methods, each ``(w, h) -> QuantizedWeight`` (weights, codes, grid, :class:`QuantInfo`
-diagnostics): :func:`rtn`, :func:`gptq` (column-wise compensation with the Cholesky form of
-``H⁻¹``, damping, act-order) and :func:`stla` (cluster-wise AdaRound on the Schur-complement
-objective, SpinCluster order). :func:`quantize_model` quantizes every linear layer of a
-``flax.nnx`` model sequentially and reports the loss after each stage. Instances:
-:func:`correlated_layer` and the note's :func:`reference_instance`.
+Methods, each ``(w, h, quantizer) -> QuantizedWeight`` (weights, codes, grid,
+:class:`QuantInfo` diagnostics), with the grid and the Hessian's damping in one frozen
+:class:`Quantizer` written and checked once: :func:`rtn`, :func:`gptq` (column-wise
+compensation with the Cholesky form of ``H⁻¹``, damping, act-order) and :func:`stla`
+(cluster-wise AdaRound on the Schur-complement objective, SpinCluster order).
+:func:`quantize_model` quantizes every linear layer of a ``flax.nnx`` model sequentially and
+reports the loss after each stage. Instances: :func:`correlated_layer` and the note's
+:func:`reference_instance`.
 
 References:
   Zhang et al., "STLA: Spatiotemporal Lookahead Alignment for Post-Training Quantization",
@@ -44,6 +46,7 @@ from jaxlab.quant._problems import (
     correlated_layer,
     reference_instance,
 )
+from jaxlab.quant._quantizer import Quantizer
 from jaxlab.quant._stla import LOSSES, stla
 from jaxlab.quant._uniform import (
     dequantize,
@@ -60,6 +63,7 @@ __all__ = [
     "ModelQuantization",
     "QuantInfo",
     "QuantizedWeight",
+    "Quantizer",
     "ReferenceInstance",
     "StageReport",
     "column_order",

@@ -206,7 +206,7 @@ def quantize_model(
       calibration_inputs: what ``forward_fn`` takes (a ``[batch, seq_len]`` token array for
         a :class:`jaxlab.nn.SimpleGPT`); all of it goes through one forward pass.
       method: ``(name, w, h) -> QuantizedWeight``, e.g.
-        ``lambda name, w, h: gptq(w, h, bits=3, group_size=32)``.
+        ``lambda name, w, h: gptq(w, h, Quantizer(bits=3, group_size=32))``.
       forward_fn: ``(model, calibration_inputs) -> anything``; default ``model(inputs)``.
       loss_fn: ``model -> float`` evaluated after each stage, or ``None``.
       progress: optional object with ``track(iterable, total=, description=)``.
@@ -224,11 +224,11 @@ def quantize_model(
       >>> import jax, numpy as np
       >>> from flax import nnx
       >>> from jaxlab.nn import GPTConfig, SimpleGPT, language_model_loss
-      >>> from jaxlab.quant import gptq
+      >>> from jaxlab.quant import Quantizer, gptq
       >>> model = SimpleGPT(GPTConfig(256, 32, 1, 2, max_len=8, multiple_of=32,
       ...                             norm_placement="pre"), rngs=nnx.Rngs(0))
       >>> tokens = jax.random.randint(jax.random.key(1), (8, 8), 0, 256)
-      >>> out = quantize_model(model, tokens, lambda name, w, h: gptq(w, h, bits=4),
+      >>> out = quantize_model(model, tokens, lambda name, w, h: gptq(w, h, Quantizer(bits=4)),
       ...                      loss_fn=lambda m: float(language_model_loss(m, tokens, tokens)))
       >>> [s.layers for s in out.stages][:2]
       [('blocks.0.attention.q', 'blocks.0.attention.k', 'blocks.0.attention.v'), \
