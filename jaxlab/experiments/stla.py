@@ -55,6 +55,7 @@ from jaxlab.nn import (
     train_language_model,
 )
 from jaxlab.quant import (
+    Quantizer,
     correlated_layer,
     gptq,
     prepare_hessian,
@@ -239,32 +240,30 @@ class STLAConfig(ExperimentConfig):
 # Synthetic layers.
 
 
-def _arm(name: str, w, h, *, bits, group, cluster, config, params=None):
+def _arm(name: str, w, h, *, bits, group, cluster, config, params=None, round_weight=None):
     """One arm on one layer: the Hessian-searched grid unless the name ends in ``_minmax``.
 
     ``params`` fixes a per-row grid shared by every arm (``group`` None = per channel).
     """
     grid = "minmax" if name.endswith("_minmax") else "search"
+    quantizer = Quantizer(bits=bits, group_size=group, grid=grid)
     name = name.removesuffix("_minmax")
     if name == "rtn":
-        return rtn(w, h, bits=bits, group_size=group, params=params, grid=grid)
+        return rtn(w, h, quantizer, params=params)
     if name.startswith("gptq"):
-        order = "act" if name == "gptq_act" else "none"
-        return gptq(w, h, bits=bits, group_size=group, order=order, params=params, grid=grid)
+        return gptq(w, h, quantizer, order="act" if name == "gptq_act" else "none", params=params)
     _, loss, order = name.split("_")
     return stla(
         w,
         h,
-        bits=bits,
-        group_size=group,
+        quantizer,
         cluster_size=cluster,
         loss=loss,
         order=order,
         params=params,
-        grid=grid,
         num_iters=config.num_iters,
         learning_rate=config.learning_rate,
-        round_weight=config.round_weight,
+        round_weight=config.round_weight if round_weight is None else round_weight,
     )
 
 
@@ -372,25 +371,16 @@ def _block_evaluator(model, val, config: STLAConfig, key):
 
 
 def _lm_method(name: str, config: STLAConfig, bits: int):
-    g = config.lm_group
+    """``(layer, w, h) -> QuantizedWeight`` of one arm on the LM (λ = 1.5 for q/k/v in STLA)."""
+    lm = dataclasses.replace(
+        config, num_iters=config.lm_num_iters, learning_rate=config.lm_learning_rate
+    )
 
     def method(layer: str, w, h):
-        if not name.startswith("stla"):
-            return _arm(name, w, h, bits=bits, group=g, cluster=g, config=config)
-        _, loss, order = name.split("_")
         qkv = layer.rsplit(".", 1)[-1] in ("q", "k", "v")
-        return stla(
-            w,
-            h,
-            bits=bits,
-            group_size=g,
-            cluster_size=g,
-            loss=loss,
-            order=order,
-            num_iters=config.lm_num_iters,
-            learning_rate=config.lm_learning_rate,
-            round_weight=config.qkv_round_weight if qkv else config.round_weight,
-        )
+        weight = config.qkv_round_weight if qkv else config.round_weight
+        g = config.lm_group
+        return _arm(name, w, h, bits=bits, group=g, cluster=g, config=lm, round_weight=weight)
 
     return method
 
