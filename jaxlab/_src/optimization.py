@@ -34,7 +34,7 @@ class OptimizationAlgorithm(NamedTuple):
     Examples:
       >>> import jax
       >>> from jaxlab.rl import BlackBoxOptimizer, PolicyOptimizer, onemax, umda
-      >>> algorithm = umda(onemax, 8, population=16)
+      >>> algorithm = umda(onemax, 8, population=16, num_selected=8)
       >>> isinstance(algorithm, OptimizationAlgorithm), BlackBoxOptimizer is PolicyOptimizer
       (True, True)
       >>> init, step = algorithm

@@ -248,7 +248,7 @@ def test_genetic_algorithm_keeps_its_elite_and_counts_evaluations():
 @pytest.mark.parametrize(
     "factory",
     [
-        lambda: R.umda(R.onemax, 6, population=8),
+        lambda: R.umda(R.onemax, 6, population=8, num_selected=4),
         lambda: R.pbil(R.onemax, 6, population=8),
         lambda: R.one_plus_one_ea(R.onemax, 6),
         lambda: R.genetic_algorithm(R.onemax, 6, population=8),
