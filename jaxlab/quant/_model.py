@@ -29,6 +29,7 @@ from flax import nnx
 
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
     check_finite_array,
     check_progress,
 )
@@ -241,13 +242,10 @@ def quantize_model(
     """
     if not isinstance(model, nnx.Module):
         raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
-    if not callable(method):
-        raise TypeError(f"method must be callable (name, w, h) -> QuantizedWeight, got {method!r}")
+    check_callable(method, "method", signature="method(name, w, h) -> QuantizedWeight")
     forward_fn = _default_forward if forward_fn is None else forward_fn
-    if not callable(forward_fn):
-        raise TypeError(f"forward_fn must be callable (model, inputs), got {forward_fn!r}")
-    if loss_fn is not None and not callable(loss_fn):
-        raise TypeError(f"loss_fn must be None or callable (model) -> float, got {loss_fn!r}")
+    check_callable(forward_fn, "forward_fn", signature="forward_fn(model, inputs)")
+    check_callable(loss_fn, "loss_fn", signature="loss_fn(model) -> float", allow_none=True)
     if calibration_inputs is None or isinstance(calibration_inputs, str | bytes):
         raise TypeError(
             f"calibration_inputs must be an array (tokens), got {type(calibration_inputs).__name__}"

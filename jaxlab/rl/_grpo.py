@@ -514,8 +514,8 @@ def grpo(
         raise TypeError(f"optimizer must be an optax GradientTransformation, got {optimizer!r}")
     group_size = check_int(group_size, "group_size", minimum=2)
     num_epochs = check_positive_int(num_epochs, "num_epochs")
-    if not callable(advantage) and advantage not in _ADVANTAGES:
-        raise ValueError(f"advantage must be one of {_ADVANTAGES} or a callable, got {advantage!r}")
+    if not callable(advantage):  # a callable rewards -> advantages is the other option
+        check_choice(advantage, "advantage (a callable, or a name)", _ADVANTAGES)
     check_nonnegative(clip_epsilon, "clip_epsilon")
     check_nonnegative(kl_coef, "kl_coef")
     check_nonnegative(epsilon, "epsilon")
