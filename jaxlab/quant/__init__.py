@@ -17,8 +17,9 @@ Methods, each ``(w, h, quantizer) -> QuantizedWeight`` (weights, codes, grid,
 compensation with the Cholesky form of ``H⁻¹``, damping, act-order) and :func:`stla`
 (cluster-wise AdaRound on the Schur-complement objective, SpinCluster order).
 :func:`quantize_model` quantizes every linear layer of a ``flax.nnx`` model sequentially and
-reports the loss after each stage. Instances: :func:`correlated_layer` and the note's
-:func:`reference_instance`.
+reports the loss after each stage. Instances: :func:`correlated_layer`, the note's
+:func:`reference_instance` and a small trained byte-level LM (:func:`byte_language_model`,
+scored per held-out block by :func:`held_out_losses`).
 
 References:
   Zhang et al., "STLA: Spatiotemporal Lookahead Alignment for Post-Training Quantization",
@@ -41,9 +42,12 @@ from jaxlab.quant._hessian import (
 )
 from jaxlab.quant._model import ModelQuantization, StageReport, quantize_model
 from jaxlab.quant._problems import (
+    LanguageModelProblem,
     LayerProblem,
     ReferenceInstance,
+    byte_language_model,
     correlated_layer,
+    held_out_losses,
     reference_instance,
 )
 from jaxlab.quant._quantizer import Quantizer
@@ -59,6 +63,7 @@ from jaxlab.quant._uniform import (
 __all__ = [
     "LOSSES",
     "ORDERS",
+    "LanguageModelProblem",
     "LayerProblem",
     "ModelQuantization",
     "QuantInfo",
@@ -66,10 +71,12 @@ __all__ = [
     "Quantizer",
     "ReferenceInstance",
     "StageReport",
+    "byte_language_model",
     "column_order",
     "correlated_layer",
     "dequantize",
     "gptq",
+    "held_out_losses",
     "hessian_from_inputs",
     "inverse_hessian_cholesky",
     "layer_output_error",
