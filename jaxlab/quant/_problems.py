@@ -280,6 +280,12 @@ def byte_language_model(
       ('SimpleGPT', 32)
     """
     check_key(rng_key)
+    for name, value in (
+        ("steps", steps),
+        ("batch_size", batch_size),
+        ("corpus_bytes", corpus_bytes),
+    ):
+        check_int(value, name, minimum=1)
     gpt = GPTConfig(
         256,
         d_model,
@@ -346,11 +352,11 @@ def held_out_losses(
       >>> losses(lm.model).shape
       (2,)
     """
-    check_instance(model, SimpleGPT, "model")
     num_blocks = check_int(num_blocks, "num_blocks", minimum=1)
     windows = check_int(windows, "windows", minimum=1)
     seq_len = check_int(seq_len, "seq_len", minimum=1)
     check_key(rng_key)
+    check_instance(model, SimpleGPT, "model")
     size = len(data) // num_blocks
     if size < seq_len + 1:
         raise ValueError(

@@ -62,6 +62,7 @@ for _name, _reason in (
     ("QuantizedWeight", "a result NamedTuple built by rtn/gptq/stla"),
     ("StageReport", "a report NamedTuple built by quantize_model"),
     ("ModelQuantization", "a result NamedTuple built by quantize_model"),
+    ("LanguageModelProblem", "a problem NamedTuple built by byte_language_model"),
     ("LayerProblem", "a problem NamedTuple built by correlated_layer"),
     ("ReferenceInstance", "an instance NamedTuple built by reference_instance"),
 ):
@@ -223,6 +224,27 @@ probes(
     "jaxlab.quant.reference_instance",
     raises("check", lambda: quant.reference_instance(4)),
     raises("check", lambda: quant.reference_instance("3"), TypeError),
+)
+_KEY = jax.random.key(0)
+
+
+def _held_out(model=W, **kw):
+    return quant.held_out_losses(
+        model, np.zeros(40, np.uint8), **{"num_blocks": 2, "windows": 1, "seq_len": 4, **kw}
+    )
+
+
+probes(
+    "jaxlab.quant.byte_language_model",
+    raises("rng_key", lambda: quant.byte_language_model(None), TypeError),
+    raises("steps", lambda: quant.byte_language_model(_KEY, steps=0)),
+    raises("corpus_bytes", lambda: quant.byte_language_model(_KEY, corpus_bytes=2.5), TypeError),
+)
+probes(
+    "jaxlab.quant.held_out_losses",
+    raises("model", lambda: _held_out(rng_key=_KEY), TypeError),
+    raises("num_blocks", lambda: _held_out(num_blocks=0, rng_key=_KEY)),
+    raises("rng_key", lambda: _held_out(rng_key=0), TypeError),
 )
 probes(
     "jaxlab.quant.quantize_model",
