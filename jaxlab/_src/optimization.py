@@ -72,5 +72,12 @@ def counted(fn: Callable[..., Any], evaluations: int) -> Callable[..., Any]:
       (True, 8)
     """
     check_callable(fn, "fn")
-    fn.evaluations = check_int(evaluations, "evaluations", minimum=0)
+    evaluations = check_int(evaluations, "evaluations", minimum=0)
+    try:
+        fn.evaluations = evaluations
+    except AttributeError as err:  # a builtin or a bound method holds no attributes
+        raise TypeError(
+            f"fn must be a Python function that can hold an attribute (a def or a lambda), got "
+            f"{type(fn).__name__}; wrap it: lambda *args: fn(*args)"
+        ) from err
     return fn

@@ -488,6 +488,7 @@ no_probes(
 probes(
     _P + "counted",
     raises("fn", lambda: R.counted(None, 3), TypeError),
+    raises("fn", lambda: R.counted(len, 3), TypeError, "a builtin holds no attribute"),
     raises("evaluations", lambda: R.counted(lambda key: key, -1), ValueError),
     raises("evaluations", lambda: R.counted(lambda key: key, 2.0), TypeError),
 )
