@@ -30,7 +30,7 @@ import jax
 import numpy as np
 
 from benchmarks._timing import interleaved_times, median_times
-from jaxlab.quant import correlated_layer, gptq, stla
+from jaxlab.quant import Quantizer, correlated_layer, gptq, stla
 
 __all__ = ["run"]
 
@@ -105,7 +105,8 @@ def run(size: str = "default") -> dict:
     for d in widths:
         layer = correlated_layer(jax.random.key(d), rows=rows_count, cols=d, num_tokens=4 * d)
         w, h = np.asarray(layer.weight), np.asarray(layer.hessian, np.float64)
-        ours = lambda w=w, h=h: gptq(w, h, bits=_BITS, group_size=group, block_size=_BLOCK)
+        minmax = Quantizer(bits=_BITS, group_size=group)
+        ours = lambda w=w, h=h: gptq(w, h, minmax, block_size=_BLOCK)
         peer = lambda w=w, h=h: numpy_gptq(w, h, _BITS, group)
         times = median_times(
             interleaved_times({"peer": peer, "gptq": lambda: ours().weight}, repeats, warmup)
@@ -120,7 +121,8 @@ def run(size: str = "default") -> dict:
         # STLA (thousands of optimiser steps per cluster) is timed once, compilation included
         # (a second or two against minutes), after the interleaved rounds.
         start = time.perf_counter()
-        learned = stla(w, h, bits=_BITS, group_size=group, cluster_size=group, num_iters=iters)
+        searched = Quantizer(bits=_BITS, group_size=group, grid="search")
+        learned = stla(w, h, searched, cluster_size=group, num_iters=iters)
         jax.block_until_ready(learned.weight)
         stla_time = time.perf_counter() - start
         for name, seconds, out in (("gptq", times["gptq"], result), ("stla", stla_time, learned)):

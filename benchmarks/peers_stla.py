@@ -133,24 +133,24 @@ def run(seeds: int = 3, num_iters: int = NUM_ITERS) -> dict:
         raise RuntimeError(missing)
     import jax
 
-    from jaxlab.quant import correlated_layer, gptq, stla
+    from jaxlab.quant import Quantizer, correlated_layer, gptq, stla
 
     layers = []
     for seed in range(seeds):
         p = correlated_layer(jax.random.key(seed), **LAYER)
         layers.append((np.asarray(p.weight, np.float32), np.asarray(p.hessian, np.float32)))
     ours = {}
+    quantizer = Quantizer(bits=BITS, grid="search", damp=DAMP, dead_value=DEAD_VALUE)
     for seed, (w, h) in enumerate(layers):
         start = time.perf_counter()
-        out = stla(w, h, bits=BITS, group_size=None, cluster_size=CLUSTER, loss="global",
-                   order="spin", num_iters=num_iters, learning_rate=LEARNING_RATE,
-                   round_weight=ROUND_WEIGHT, damp=DAMP, dead_value=DEAD_VALUE,
-                   grid="search")  # fmt: skip
+        out = stla(w, h, quantizer, cluster_size=CLUSTER, loss="global", order="spin",
+                   num_iters=num_iters, learning_rate=LEARNING_RATE,
+                   round_weight=ROUND_WEIGHT)  # fmt: skip
         out.weight.block_until_ready()
         ours[f"stla_{seed}_seconds"] = time.perf_counter() - start
         ours[f"stla_{seed}"] = np.asarray(out.weight)
         ours[f"stla_{seed}_hard"] = float(np.mean(np.asarray(out.info.hard_fraction)))
-        ref = gptq(w, h, bits=BITS, grid="search", damp=DAMP, dead_value=DEAD_VALUE)
+        ref = gptq(w, h, quantizer)
         ours[f"gptq_{seed}"] = np.asarray(ref.weight)
     with tempfile.TemporaryDirectory() as tmp:
         spec, result = pathlib.Path(tmp) / "spec.npz", pathlib.Path(tmp) / "peer.npz"

@@ -96,7 +96,8 @@ inst = quant.reference_instance(2)
 u = quant.inverse_hessian_cholesky(inst.hessian)
 print("S_c from the definition:\n", quant.schur_complement(inst.hessian, 0, 3).round(6))
 print("S_c from U:\n", quant.schur_complement_metric(u, 0, 3).round(6))
-e = np.asarray(quant.rtn(inst.weight.astype(np.float32), bits=2).weight) - inst.weight
+two_bits = quant.Quantizer(bits=2)
+e = np.asarray(quant.rtn(inst.weight.astype(np.float32), quantizer=two_bits).weight) - inst.weight
 print(
     "first cluster rounded by RTN: error after compensation",
     round(float(quant.schur_complement_objective(e[:, :3], inst.hessian, 0, 3)), 6),
@@ -122,20 +123,19 @@ layer = quant.correlated_layer(
 group = 8 if SMOKE else 32
 # One grid rule for every method: each group's (scale, zero) searched against the Hessian
 # (grid="search"); GPTQ's classic min-max grid beside it.
-kw = dict(bits=3, group_size=group, grid="search")
+searched = quant.Quantizer(bits=3, group_size=group, grid="search")
+minmax = quant.Quantizer(bits=3, group_size=group)
 results = {
-    "RTN": quant.rtn(layer.weight, layer.hessian, **kw),
-    "GPTQ": quant.gptq(layer.weight, layer.hessian, **kw),
-    "GPTQ act-order": quant.gptq(layer.weight, layer.hessian, order="act", **kw),
-    "GPTQ act, min-max": quant.gptq(
-        layer.weight, layer.hessian, bits=3, group_size=group, order="act"
-    ),
+    "RTN": quant.rtn(layer.weight, layer.hessian, searched),
+    "GPTQ": quant.gptq(layer.weight, layer.hessian, searched),
+    "GPTQ act-order": quant.gptq(layer.weight, layer.hessian, searched, order="act"),
+    "GPTQ act, min-max": quant.gptq(layer.weight, layer.hessian, minmax, order="act"),
     "STLA": quant.stla(
         layer.weight,
         layer.hessian,
+        searched,
         cluster_size=group,
         num_iters=20 if SMOKE else 2000,  # the reference's rounding budget (the default)
-        **kw,
     ),
 }
 for name, out in results.items():
@@ -177,7 +177,7 @@ tokens = jax.random.randint(jax.random.key(1), (8, 8), 0, 256)
 report = quant.quantize_model(
     model,
     tokens,
-    lambda name, w, h: quant.gptq(w, h, bits=3, group_size=8),
+    lambda name, w, h: quant.gptq(w, h, quant.Quantizer(bits=3, group_size=8)),
     loss_fn=lambda m: float(language_model_loss(m, tokens, tokens)),
 )
 for stage in report.stages:

@@ -74,3 +74,31 @@ def test_bracketed_grid_search_extends_until_bracketed_or_out_of_extensions():
     nan_low = bracketed_grid_search(lambda lr: np.nan if lr < 0.5 else lr, [0.1, 1.0, 2.0])
     assert nan_low.best == 1.0 and nan_low.bracketed  # NaN counts as +inf
     assert bracketed_grid_search(lambda lr: None, [0.1, 1.0]) is None
+
+
+def test_crossed_bootstrap_interval_against_a_loop_and_its_limits():
+    import jax
+
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(3, 5))
+    key = jax.random.key(4)
+    mean, low, high = stats.crossed_bootstrap_interval(
+        table, rng_key=key, resamples=300, confidence=0.9
+    )
+    # An independent loop over the same draws (the generator seeded from the key's data).
+    draws = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
+    rows, cols = draws.integers(0, 3, (300, 3)), draws.integers(0, 5, (300, 5))
+    pairs = zip(rows, cols, strict=True)
+    means = [np.mean([[table[r, c] for c in cs] for r in rs]) for rs, cs in pairs]
+    assert mean == pytest.approx(table.mean())
+    assert (low, high) == pytest.approx(tuple(np.quantile(means, [0.05, 0.95])))
+    # A constant table has a zero-width interval; a wider confidence never narrows it.
+    assert stats.crossed_bootstrap_interval(
+        np.ones((2, 2)), rng_key=key, resamples=10, confidence=0.9
+    ) == (1.0, 1.0, 1.0)
+    _, low99, high99 = stats.crossed_bootstrap_interval(
+        table, rng_key=key, resamples=300, confidence=0.99
+    )
+    assert low99 <= low and high99 >= high
+    with pytest.raises(ValueError, match="table"):
+        stats.crossed_bootstrap_interval(np.ones(3), rng_key=key, resamples=10, confidence=0.9)

@@ -137,8 +137,9 @@ class OIEDAConfig(ExperimentConfig):
 
     @classmethod
     def smoke(cls):
-        return cls(num_variables=16, budget=256, seeds=2, population=16, umda_selected=8,
-                   curve_points=8)  # fmt: skip
+        return cls(
+            num_variables=16, budget=256, seeds=2, population=16, umda_selected=8, curve_points=8
+        )
 
     @classmethod
     def quick(cls):
@@ -154,15 +155,28 @@ def _algorithm(config: OIEDAConfig, arm: str, objective):
     n, lam = config.num_variables, config.population
     if arm in EDA_ARMS:
         order_mode, advantage = EDA_ARMS[arm]
-        return oi_eda(objective, n, population=lam, num_epochs=config.num_epochs,
-                      clip_epsilon=config.clip_epsilon, order_mode=order_mode,
-                      advantage=advantage, optimizer=optax.adam(config.learning_rate),
-                      model=config.model, hidden=config.hidden)  # fmt: skip
+        return oi_eda(
+            objective,
+            n,
+            population=lam,
+            num_epochs=config.num_epochs,
+            clip_epsilon=config.clip_epsilon,
+            order_mode=order_mode,
+            advantage=advantage,
+            optimizer=optax.adam(config.learning_rate),
+            model=config.model,
+            hidden=config.hidden,
+        )
     if arm == "umda":
         return umda(objective, n, population=lam, num_selected=config.umda_selected)
     if arm == "pbil":
-        return pbil(objective, n, population=lam, num_selected=config.pbil_selected,
-                    learning_rate=config.pbil_learning_rate)  # fmt: skip
+        return pbil(
+            objective,
+            n,
+            population=lam,
+            num_selected=config.pbil_selected,
+            learning_rate=config.pbil_learning_rate,
+        )
     if arm == "genetic_algorithm":
         return genetic_algorithm(objective, n, population=lam)
     return one_plus_one_ea(objective, n)
@@ -202,9 +216,12 @@ def _program(config: OIEDAConfig, arm: str, names: tuple[str, ...], plain: dict)
 
 def _run_arms(config: OIEDAConfig, rng_key, progress: Progress) -> dict:
     suite = binary_benchmark_suite(
-        jax.random.key(config.instance_seed), config.num_variables, nk_k=config.nk_k,
-        edge_probability=config.edge_probability, trap_block=config.trap_block,
-    )  # fmt: skip
+        jax.random.key(config.instance_seed),
+        config.num_variables,
+        nk_k=config.nk_k,
+        edge_probability=config.edge_probability,
+        trap_block=config.trap_block,
+    )
     names = tuple(suite)
     instances = {k: v for k, v in suite.items() if isinstance(v, tuple)}
     plain = {k: v for k, v in suite.items() if k not in instances}
@@ -278,8 +295,12 @@ def issue_part(problems: dict) -> tuple[bool, int, list[str]]:
 
 def _reference_checks(n: int = 16) -> dict:
     x = jnp.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 0])
-    values = [float(onemax(x)), float(leading_ones(x)), float(deceptive_trap(x)),
-              float(leading_ones(jnp.array([1, 1, 0, 1])))]  # fmt: skip
+    values = [
+        float(onemax(x)),
+        float(leading_ones(x)),
+        float(deceptive_trap(x)),
+        float(leading_ones(jnp.array([1, 1, 0, 1]))),
+    ]
     cycle = jnp.roll(jnp.eye(4), 1, axis=1)
     cut = MaxCut(cycle + cycle.T)
     cuts = [float(cut(jnp.array([0, 1, 0, 1]))), float(cut(jnp.array([0, 0, 1, 1])))]
@@ -301,8 +322,13 @@ def _reference_checks(n: int = 16) -> dict:
         and advantage_error <= REFERENCE_TOL
         and uniform_error <= 1e-4
     )
-    return {"values": values, "cuts": cuts, "advantage_error": advantage_error,
-            "uniform_log_prob_error": uniform_error, "passed": bool(passed)}  # fmt: skip
+    return {
+        "values": values,
+        "cuts": cuts,
+        "advantage_error": advantage_error,
+        "uniform_log_prob_error": uniform_error,
+        "passed": bool(passed),
+    }
 
 
 _LABELS = {
@@ -326,8 +352,14 @@ def _figure(problems: dict) -> dict[str, Figure]:
         known = best_known(problems[name])
         for i, (arm, result) in enumerate(problems[name].items()):
             style = "-" if arm.startswith("eda") else "--"
-            top.plot(result["curve_evaluations"], result["curve_mean"], style, color=f"C{i}",
-                     label=_LABELS[arm], lw=1.2)  # fmt: skip
+            top.plot(
+                result["curve_evaluations"],
+                result["curve_mean"],
+                style,
+                color=f"C{i}",
+                label=_LABELS[arm],
+                lw=1.2,
+            )
             seeds = np.asarray(result["per_seed"]) / known
             bottom.scatter(np.full(seeds.shape, i), seeds, s=10, color=f"C{i}")
             bottom.plot([i - 0.3, i + 0.3], [result["mean"] / known] * 2, color=f"C{i}")
@@ -392,7 +424,7 @@ def run(config: OIEDAConfig, rng_key: jax.Array, progress: Progress) -> Result:
             "; ".join(
                 f"{p}: worst σσ′ run {w:.4g}, best known {k:.4g} (ratio {w / k:.3f})"
                 for p, (w, k) in worst.items()
-            ),  # fmt: skip
+            ),
             note["c"],
         ),
         check(

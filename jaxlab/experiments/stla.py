@@ -42,21 +42,15 @@ from flax import nnx
 from matplotlib.figure import Figure
 
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
+from jaxlab._src.stats import crossed_bootstrap_interval
 from jaxlab._src.validation import check_int
-from jaxlab.nn import (
-    GPTConfig,
-    SimpleGPT,
-    language_model_loss,
-    sample_batch,
-    simplegpt_optimizer,
-    simplegpt_schedule,
-    split_corpus,
-    stdlib_byte_corpus,
-    train_language_model,
-)
+from jaxlab.nn import sample_batch
 from jaxlab.quant import (
+    Quantizer,
+    byte_language_model,
     correlated_layer,
     gptq,
+    held_out_losses,
     prepare_hessian,
     quantize_model,
     rtn,
@@ -239,32 +233,30 @@ class STLAConfig(ExperimentConfig):
 # Synthetic layers.
 
 
-def _arm(name: str, w, h, *, bits, group, cluster, config, params=None):
+def _arm(name: str, w, h, *, bits, group, cluster, config, params=None, round_weight=None):
     """One arm on one layer: the Hessian-searched grid unless the name ends in ``_minmax``.
 
     ``params`` fixes a per-row grid shared by every arm (``group`` None = per channel).
     """
     grid = "minmax" if name.endswith("_minmax") else "search"
+    quantizer = Quantizer(bits=bits, group_size=group, grid=grid)
     name = name.removesuffix("_minmax")
     if name == "rtn":
-        return rtn(w, h, bits=bits, group_size=group, params=params, grid=grid)
+        return rtn(w, h, quantizer, params=params)
     if name.startswith("gptq"):
-        order = "act" if name == "gptq_act" else "none"
-        return gptq(w, h, bits=bits, group_size=group, order=order, params=params, grid=grid)
+        return gptq(w, h, quantizer, order="act" if name == "gptq_act" else "none", params=params)
     _, loss, order = name.split("_")
     return stla(
         w,
         h,
-        bits=bits,
-        group_size=group,
+        quantizer,
         cluster_size=cluster,
         loss=loss,
         order=order,
         params=params,
-        grid=grid,
         num_iters=config.num_iters,
         learning_rate=config.learning_rate,
-        round_weight=config.round_weight,
+        round_weight=config.round_weight if round_weight is None else round_weight,
     )
 
 
@@ -308,8 +300,9 @@ def _synthetic(config: STLAConfig, rng_key, progress) -> dict[str, Any]:
     return {"per_channel": per_channel, "hard_fraction": hard, "grouped": grouped}
 
 
-def _wins(a: list[float], b: list[float]) -> int:
-    return int(sum(x < y for x, y in zip(a, b, strict=True)))
+def _wins(*pairs: tuple[list[float], list[float]]) -> int:
+    """The number of seeds in which ``a < b`` for every pair ``(a, b)`` of per-seed values."""
+    return int(np.sum(np.all([np.less(a, b) for a, b in pairs], axis=0)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -317,104 +310,49 @@ def _wins(a: list[float], b: list[float]) -> int:
 
 
 def _train_model(config: STLAConfig, rng_key, progress):
-    gpt = GPTConfig(
-        256,
-        config.lm_d_model,
-        config.lm_layers,
-        config.lm_heads,
-        max_len=config.lm_seq_len,
-        multiple_of=32,
+    lm = byte_language_model(
+        rng_key,
+        d_model=config.lm_d_model,
+        num_layers=config.lm_layers,
+        num_heads=config.lm_heads,
+        seq_len=config.lm_seq_len,
         ffn_multiplier=config.lm_ffn_multiplier,
-        norm_placement="pre",
-    )
-    train, val = split_corpus(stdlib_byte_corpus(config.lm_corpus_bytes))
-    init_key, data_key = jax.random.split(rng_key)
-    model = SimpleGPT(gpt, rngs=nnx.Rngs(int(jax.random.randint(init_key, (), 0, 2**30))))
-    tx = simplegpt_optimizer(
-        simplegpt_schedule(config.lm_peak_lr, config.lm_warmup, config.lm_steps)
-    )
-    start = time.perf_counter()
-    history = train_language_model(
-        model,
-        tx,
-        train,
         steps=config.lm_steps,
         batch_size=config.lm_batch,
-        seq_len=config.lm_seq_len,
-        rng_key=data_key,
+        peak_lr=config.lm_peak_lr,
+        warmup=config.lm_warmup,
+        corpus_bytes=config.lm_corpus_bytes,
         progress=progress,
     )
-    return model, train, val, history, time.perf_counter() - start
-
-
-def _block_evaluator(model, val, config: STLAConfig, key):
-    """A jitted ``model -> [eval_blocks]`` validation losses, one per held-out byte block."""
-    size = len(val) // config.eval_blocks
-    batches = [
-        sample_batch(
-            jax.random.fold_in(key, b),
-            val[b * size : (b + 1) * size],
-            config.eval_windows,
-            config.lm_seq_len,
-        )
-        for b in range(config.eval_blocks)
-    ]
-    tokens = jax.numpy.stack([t for t, _ in batches])
-    targets = jax.numpy.stack([y for _, y in batches])
-    graphdef = nnx.graphdef(model)
-
-    @jax.jit
-    def losses(state):
-        m = nnx.merge(graphdef, state)
-        return jax.lax.map(lambda ty: language_model_loss(m, *ty), (tokens, targets))
-
-    return lambda m: np.asarray(losses(nnx.state(m)), np.float64)
+    return lm.model, lm.train, lm.val, lm.history, lm.train_seconds
 
 
 def _lm_method(name: str, config: STLAConfig, bits: int):
-    g = config.lm_group
+    """``(layer, w, h) -> QuantizedWeight`` of one arm on the LM (λ = 1.5 for q/k/v in STLA)."""
+    lm = dataclasses.replace(
+        config, num_iters=config.lm_num_iters, learning_rate=config.lm_learning_rate
+    )
 
     def method(layer: str, w, h):
-        if not name.startswith("stla"):
-            return _arm(name, w, h, bits=bits, group=g, cluster=g, config=config)
-        _, loss, order = name.split("_")
         qkv = layer.rsplit(".", 1)[-1] in ("q", "k", "v")
-        return stla(
-            w,
-            h,
-            bits=bits,
-            group_size=g,
-            cluster_size=g,
-            loss=loss,
-            order=order,
-            num_iters=config.lm_num_iters,
-            learning_rate=config.lm_learning_rate,
-            round_weight=config.qkv_round_weight if qkv else config.round_weight,
-        )
+        weight = config.qkv_round_weight if qkv else config.round_weight
+        g = config.lm_group
+        return _arm(name, w, h, bits=bits, group=g, cluster=g, config=lm, round_weight=weight)
 
     return method
-
-
-def _paired_interval(differences: np.ndarray, *, rng_key, resamples: int, confidence: float):
-    """Mean and crossed-bootstrap percentile interval of a ``[seeds, blocks]`` difference table.
-
-    Each resample draws calibration seeds and held-out blocks independently with replacement
-    and averages the table over the drawn rows and columns.
-    """
-    d = np.asarray(differences, np.float64)
-    rng = np.random.default_rng(np.asarray(jax.random.key_data(rng_key)).ravel().tolist())
-    rows = rng.integers(0, d.shape[0], (resamples, d.shape[0]))
-    cols = rng.integers(0, d.shape[1], (resamples, d.shape[1]))
-    means = np.array([d[np.ix_(r, c)].mean() for r, c in zip(rows, cols, strict=True)])
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    return float(d.mean()), float(low), float(high)
 
 
 def _language_model(config: STLAConfig, rng_key, progress) -> dict[str, Any]:
     train_key, eval_key, calib_key, boot_key = jax.random.split(rng_key, 4)
     model, train, val, history, train_s = _train_model(config, train_key, progress)
-    block_losses = _block_evaluator(model, val, config, eval_key)
+    block_losses = held_out_losses(
+        model,
+        val,
+        num_blocks=config.eval_blocks,
+        windows=config.eval_windows,
+        seq_len=config.lm_seq_len,
+        rng_key=eval_key,
+    )
     calib = [
         sample_batch(
             jax.random.fold_in(calib_key, s), train, config.calib_windows, config.lm_seq_len
@@ -463,7 +401,7 @@ def _language_model(config: STLAConfig, rng_key, progress) -> dict[str, Any]:
             diff = np.asarray(runs[str(bits)][better]["block_losses"]) - np.asarray(
                 runs[str(bits)][worse]["block_losses"]
             )
-            mean, low, high = _paired_interval(
+            mean, low, high = crossed_bootstrap_interval(
                 diff,
                 rng_key=jax.random.fold_in(boot_key, 10 * bits + k),
                 resamples=BOOTSTRAP_RESAMPLES,
@@ -488,17 +426,9 @@ def _language_model(config: STLAConfig, rng_key, progress) -> dict[str, Any]:
 def _note_parts(syn: dict[str, Any], seeds: int):
     pc = syn["per_channel"]
     need = math.ceil(MIN_SEED_FRACTION * seeds - 1e-9)
-    both = [
-        gl_n < lo_n and gl_s < lo_s
-        for gl_n, lo_n, gl_s, lo_s in zip(
-            pc["stla_global_none"],
-            pc["stla_local_none"],
-            pc["stla_global_spin"],
-            pc["stla_local_spin"],
-            strict=True,
-        )
-    ]
-    spin = _wins(pc["stla_global_spin"], pc["stla_global_none"])
+    global_spin, global_none = pc["stla_global_spin"], pc["stla_global_none"]
+    both = _wins((global_none, pc["stla_local_none"]), (global_spin, pc["stla_local_spin"]))
+    spin = _wins((global_spin, global_none))
     ratio = [s / a for s, a in zip(pc["stla_global_spin"], pc["gptq_act"], strict=True)]
     parity = int(sum(r <= MAX_RATIO_TO_GPTQ_ACT for r in ratio))
     fmt = lambda arm: "/".join(f"{v:.5f}" for v in pc[arm])
@@ -506,10 +436,10 @@ def _note_parts(syn: dict[str, Any], seeds: int):
         check(
             f"(note) global < local Schur objective for STLA in both orders, in >= {need} of "
             f"{seeds} seeds (synthetic layer, relative output error)",
-            f"{int(sum(both))}/{seeds} seeds; global-none {fmt('stla_global_none')} vs local-none "
+            f"{both}/{seeds} seeds; global-none {fmt('stla_global_none')} vs local-none "
             f"{fmt('stla_local_none')}; global-spin {fmt('stla_global_spin')} vs local-spin "
             f"{fmt('stla_local_spin')}",
-            sum(both) >= need,
+            both >= need,
         ),
         check(
             f"(note) SpinCluster order < no order for STLA-global, in >= {need} of {seeds} seeds",
@@ -530,7 +460,7 @@ def _note_parts(syn: dict[str, Any], seeds: int):
     ]
     return parts, {
         "seed_wins": {
-            "global_lt_local_both_orders": int(sum(both)),
+            "global_lt_local_both_orders": both,
             "spin_lt_none": spin,
             "stla_le_gptq_act": parity,
         },
@@ -585,25 +515,22 @@ def _figures(config: STLAConfig, syn, lm):
     left.set_yscale("log")
     left.set_ylabel("relative output error (mean, seed range)")
     left.set_title(f"synthetic layer, {config.syn_bits} bits per channel")
-    for arm in GROUPED_ARMS + MINMAX_ARMS:
-        values = [np.mean(syn["grouped"][str(b)][arm]) for b in config.bits_grid]
-        style = ":" if arm.endswith("_minmax") else "-"
-        middle.plot(config.bits_grid, values, style, marker="o", label=arm)
-    middle.set_yscale("log")
-    middle.set_xlabel("bits")
-    middle.set_title(f"synthetic layer, groups of {config.syn_group}")
-    middle.legend(fontsize=7)
-    for name in LM_METHODS + LM_BESIDE:
-        values = [lm["runs"][str(b)][name]["mean"] for b in config.lm_bits]
-        style = ":" if name.endswith("_minmax") else "-"
-        right.plot(config.lm_bits, values, style, marker="o", label=name)
+
+    def by_bits(ax, bits, arms, value, title):  # one line per arm (min-max grids dotted)
+        for arm in arms:
+            style = ":" if arm.endswith("_minmax") else "-"
+            ax.plot(bits, [value(b, arm) for b in bits], style, marker="o", label=arm)
+        ax.set(yscale="log", xlabel="bits", title=title)
+
+    grouped = lambda b, arm: np.mean(syn["grouped"][str(b)][arm])  # noqa: E731
+    title = f"synthetic layer, groups of {config.syn_group}"
+    by_bits(middle, config.bits_grid, GROUPED_ARMS + MINMAX_ARMS, grouped, title)
+    lm_loss = lambda b, arm: lm["runs"][str(b)][arm]["mean"]  # noqa: E731
+    title = f"SimpleGPT d={config.lm_d_model} x {config.lm_layers}, groups of {config.lm_group}"
+    by_bits(right, config.lm_bits, LM_METHODS + LM_BESIDE, lm_loss, title)
     right.axhline(lm["full_precision_val_loss"], color="k", ls=":", label="full precision")
-    right.set_yscale("log")
-    right.set_xlabel("bits")
     right.set_ylabel("validation loss (nats/byte)")
-    right.set_title(
-        f"SimpleGPT d={config.lm_d_model} x {config.lm_layers}, groups of {config.lm_group}"
-    )
+    middle.legend(fontsize=7)
     right.legend(fontsize=7)
     fig.tight_layout()
     return {"stla_ptq": fig}

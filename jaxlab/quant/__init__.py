@@ -11,12 +11,15 @@ The layer objective ``tr(ΔHΔᵀ)`` with ``H = (2/n) XᵀX`` (:func:`hessian_fr
 :func:`spin_cluster_order`) and the Schur-complement lookahead (:func:`schur_complement`,
 :func:`schur_complement_metric`, :func:`schur_complement_objective`).
 
-Methods, each ``(w, h) -> QuantizedWeight`` (weights, codes, grid, :class:`QuantInfo`
-diagnostics): :func:`rtn`, :func:`gptq` (column-wise compensation with the Cholesky form of
-``H⁻¹``, damping, act-order) and :func:`stla` (cluster-wise AdaRound on the Schur-complement
-objective, SpinCluster order). :func:`quantize_model` quantizes every linear layer of a
-``flax.nnx`` model sequentially and reports the loss after each stage. Instances:
-:func:`correlated_layer` and the note's :func:`reference_instance`.
+Methods, each ``(w, h, quantizer) -> QuantizedWeight`` (weights, codes, grid,
+:class:`QuantInfo` diagnostics), with the grid and the Hessian's damping in one frozen
+:class:`Quantizer` written and checked once: :func:`rtn`, :func:`gptq` (column-wise
+compensation with the Cholesky form of ``H⁻¹``, damping, act-order) and :func:`stla`
+(cluster-wise AdaRound on the Schur-complement objective, SpinCluster order).
+:func:`quantize_model` quantizes every linear layer of a ``flax.nnx`` model sequentially and
+reports the loss after each stage. Instances: :func:`correlated_layer`, the note's
+:func:`reference_instance` and a small trained byte-level LM (:func:`byte_language_model`,
+scored per held-out block by :func:`held_out_losses`).
 
 References:
   Zhang et al., "STLA: Spatiotemporal Lookahead Alignment for Post-Training Quantization",
@@ -39,11 +42,15 @@ from jaxlab.quant._hessian import (
 )
 from jaxlab.quant._model import ModelQuantization, StageReport, quantize_model
 from jaxlab.quant._problems import (
+    LanguageModelProblem,
     LayerProblem,
     ReferenceInstance,
+    byte_language_model,
     correlated_layer,
+    held_out_losses,
     reference_instance,
 )
+from jaxlab.quant._quantizer import Quantizer
 from jaxlab.quant._stla import LOSSES, stla
 from jaxlab.quant._uniform import (
     dequantize,
@@ -56,16 +63,20 @@ from jaxlab.quant._uniform import (
 __all__ = [
     "LOSSES",
     "ORDERS",
+    "LanguageModelProblem",
     "LayerProblem",
     "ModelQuantization",
     "QuantInfo",
     "QuantizedWeight",
+    "Quantizer",
     "ReferenceInstance",
     "StageReport",
+    "byte_language_model",
     "column_order",
     "correlated_layer",
     "dequantize",
     "gptq",
+    "held_out_losses",
     "hessian_from_inputs",
     "inverse_hessian_cholesky",
     "layer_output_error",

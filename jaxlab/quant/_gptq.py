@@ -34,10 +34,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxlab._src.validation import check_bool, check_int, check_nonnegative, check_positive
+from jaxlab._src.validation import check_int
 from jaxlab.quant._hessian import (
-    DAMP,
-    DEAD_VALUE,
     _blocks,
     _inverse_cholesky,
     _order,
@@ -47,7 +45,8 @@ from jaxlab.quant._hessian import (
     check_order,
     check_weight,
 )
-from jaxlab.quant._uniform import NUM_RATIOS, _grid_search, _minmax, check_bits
+from jaxlab.quant._quantizer import Quantizer, resolve_quantizer
+from jaxlab.quant._uniform import _grid_search, _minmax
 
 __all__ = ["QuantInfo", "QuantizedWeight", "gptq", "rtn"]
 
@@ -73,7 +72,7 @@ class QuantInfo(NamedTuple):
 
     Examples:
       >>> import jax.numpy as jnp
-      >>> out = rtn(jnp.array([[0.3, -0.7, 0.9, 0.1]]), bits=2)
+      >>> out = rtn(jnp.array([[0.3, -0.7, 0.9, 0.1]]), quantizer=Quantizer(bits=2))
       >>> int(out.info.nonfinite_count), out.info.column_losses.shape
       (0, (0,))
     """
@@ -105,7 +104,7 @@ class QuantizedWeight(NamedTuple):
 
     Examples:
       >>> import jax.numpy as jnp
-      >>> out = rtn(jnp.array([[0.3, -0.7, 0.9, 0.1]]), bits=2, group_size=2)
+      >>> out = rtn(jnp.array([[0.3, -0.7, 0.9, 0.1]]), quantizer=Quantizer(bits=2, group_size=2))
       >>> out.scale.shape, out.group_index.tolist()
       ((1, 2), [0, 0, 1, 1])
       >>> s = out.scale[0, out.group_index]; z = out.zero[0, out.group_index]
@@ -120,18 +119,6 @@ class QuantizedWeight(NamedTuple):
     group_index: jax.Array
     permutation: jax.Array
     info: QuantInfo
-
-
-def check_group_size(group_size: Any, d: int) -> int | None:
-    if group_size is None:
-        return None
-    group_size = check_int(group_size, "group_size", minimum=1)
-    if d % group_size:
-        raise ValueError(
-            f"group_size={group_size} must divide the width d={d} of w (its number of columns), "
-            "or be None for one group per row"
-        )
-    return group_size
 
 
 def check_params(params: Any, rows: int, num_groups: int, dtype) -> tuple | None:
@@ -240,12 +227,10 @@ def assemble(
 def rtn(
     w: ArrayLike,
     h: ArrayLike | None = None,
+    quantizer: Quantizer | None = None,
     *,
-    bits: int,
-    group_size: int | None = None,
-    symmetric: bool = False,
     params: tuple[ArrayLike, ArrayLike] | None = None,
-    grid: str = "minmax",
+    **deprecated: Any,
 ) -> QuantizedWeight:
     """Round-to-nearest: every weight on its row's (group's) grid, independently.
 
@@ -253,13 +238,12 @@ def rtn(
       w: ``[r, d]`` weights (rows = outputs, columns = inputs).
       h: optional ``[d, d]`` Hessian: reports ``tr(ΔHΔᵀ)`` in ``info``, and is the metric of
         ``grid="search"`` (required then).
-      bits: ``b`` in ``[1, 8]``.
-      group_size: columns per group (must divide ``d``); ``None``: one group per row.
-      symmetric: the symmetric grid.
+      quantizer: the :class:`Quantizer` (bits, groups, grid rule). ``grid="search"`` runs
+        :func:`search_quant_params` per group with the metric ``H_gg`` of the damped Hessian
+        (RTN compensates nothing, so the group's own block prices its rounding).
       params: fixed ``(scale, zero)`` of shape ``[r, num_groups]`` instead of a grid rule.
-      grid: ``"minmax"`` or ``"search"``: :func:`search_quant_params` per group with the
-        metric ``H_gg`` of the damped Hessian (RTN compensates nothing, so the group's own
-        block prices its rounding).
+      **deprecated: the :class:`Quantizer`'s fields as keywords (``bits=3``), the signature
+        before the :class:`Quantizer`; they warn.
 
     Returns:
       A :class:`QuantizedWeight`.
@@ -267,31 +251,31 @@ def rtn(
     Examples:
       >>> import jax.numpy as jnp
       >>> w = jnp.array([[0.31, -0.72, 0.15, 0.98, -0.44, 0.57]])
-      >>> out = rtn(w, bits=2)                            # s = 1.7/3, z = 1
+      >>> out = rtn(w, quantizer=Quantizer(bits=2))       # s = 1.7/3, z = 1
       >>> out.codes.tolist(), np.round(np.asarray(out.weight, np.float64), 4).tolist()
       ([[2, 0, 1, 3, 0, 2]], [[0.5667, -0.5667, 0.0, 1.1333, -0.5667, 0.5667]])
 
     References:
       Frantar et al., "GPTQ", ICLR 2023 (the RTN baseline).
     """
-    bits = check_bits(bits)
-    symmetric = check_bool(symmetric, "symmetric")
+    quantizer = resolve_quantizer(quantizer, deprecated, "rtn")
     w_host = check_weight(w)
     r, d = w_host.shape
     h_host = None if h is None else check_hessian(h, d)
-    group_size = check_group_size(group_size, d)
+    group_size = quantizer.group_width(d)
     group = d if group_size is None else group_size
     fixed = check_params(params, r, d // group, w_host.dtype)
-    grid = check_grid(grid)
-    if grid == "search" and fixed is None and h_host is None:
+    if quantizer.grid == "search" and fixed is None and h_host is None:
         raise ValueError("h is required with grid='search' (the grid is searched against H)")
-    qmax = float(2**bits - 1)
+    qmax, symmetric = quantizer.qmax, quantizer.symmetric
     wj = jnp.asarray(w_host)
     grouped = jnp.reshape(wj, (r, d // group, group))
-    if fixed is None and grid == "search":
-        _, h_prep, _, _ = _prepare(w_host, h_host, DAMP, DEAD_VALUE)
+    if fixed is None and quantizer.grid == "search":
+        _, h_prep, _, _ = _prepare(w_host, h_host, quantizer.damp, quantizer.dead_value)
         metrics = jnp.asarray(_blocks(h_prep, group), w_host.dtype)
-        scale, zero = _rtn_search(jnp.transpose(grouped, (1, 0, 2)), metrics, qmax, symmetric)
+        scale, zero = _rtn_search(
+            jnp.transpose(grouped, (1, 0, 2)), metrics, qmax, symmetric, quantizer.num_ratios
+        )
     elif fixed is None:
         scale, zero = _minmax(grouped, qmax, symmetric)
     else:
@@ -301,10 +285,11 @@ def rtn(
     return assemble(codes, scale, zero, np.arange(d), d, group, w_host, h_host)
 
 
-@functools.partial(jax.jit, static_argnums=(3,))
-def _rtn_search(groups, metrics, qmax, symmetric):
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _rtn_search(groups, metrics, qmax, symmetric, num_ratios):
     """Grid search of every group (``groups`` ``[G, r, g]``): ``[r, G]`` scales and zeros."""
-    s, z = jax.vmap(lambda wg, m: _grid_search(wg, m, qmax, symmetric))(groups, metrics)
+    rule = lambda wg, m: _grid_search(wg, m, qmax, symmetric, num_ratios)  # noqa: E731
+    s, z = jax.vmap(rule)(groups, metrics)
     return s.T, z.T
 
 
@@ -318,15 +303,6 @@ def layout(d: int, block: int, group: int | None) -> tuple[int, int, int]:
             block = max(b for b in range(1, block + 1) if group % b == 0)
     padded = -(-d // block) * block
     return block, (padded if group is None else group), padded
-
-
-GRIDS = ("minmax", "search")
-
-
-def check_grid(grid: Any) -> str:
-    if not isinstance(grid, str) or grid not in GRIDS:
-        raise ValueError(f"grid must be one of {GRIDS}, got {grid!r}")
-    return grid
 
 
 @functools.partial(
@@ -467,48 +443,124 @@ def pad_params(fixed, rows: int, num_groups: int, dtype):
     return scale, zero, True
 
 
+class PreparedLayer(NamedTuple):
+    """A checked layer, damped, ordered and padded for a compensating method (GPTQ, STLA).
+
+    Host arrays (NumPy): the methods' jitted kernels take them as arguments.
+    """
+
+    w: np.ndarray  # [r, d] the weights as given (checked)
+    h: np.ndarray  # [d, d] the Hessian as given (checked, undamped)
+    weights: np.ndarray  # [r, padded] prepared, in processing order, zero-padded
+    hessian: np.ndarray  # [padded, padded] damped, in processing order, identity-padded
+    u: np.ndarray  # upper Cholesky factor of the padded Hessian's inverse (float64)
+    perm: np.ndarray  # [d] processing order
+    fixed_scale: np.ndarray  # [r, padded // group] fixed params (padded), or ones
+    fixed_zero: np.ndarray
+    use_fixed: bool
+    group: int  # columns per group (the padded width for one group per row)
+    num_groups: int  # groups of the original width
+    dead: int
+    damping: float
+
+    def finish(self, codes, scale, zero, column_losses, extra=None) -> QuantizedWeight:
+        """The :class:`QuantizedWeight` of processing-order (padded) codes and grid."""
+        return assemble(
+            codes,
+            scale,
+            zero,
+            self.perm,
+            self.w.shape[1],
+            self.group,
+            self.w,
+            self.h,
+            num_groups=self.num_groups,
+            column_losses=column_losses,
+            extra=extra,
+            dead=self.dead,
+            damping=self.damping,
+        )
+
+
+def check_layer(w: Any, h: Any, quantizer: Quantizer) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """The host weights ``[r, d]``, Hessian ``[d, d]`` and the group size checked against ``d``."""
+    w_host = check_weight(w)
+    h_host = check_hessian(h, w_host.shape[1])
+    return w_host, h_host, quantizer.group_width(w_host.shape[1])
+
+
+def prepare_layer(
+    w_host: np.ndarray,
+    h_host: np.ndarray,
+    quantizer: Quantizer,
+    params: Any,
+    order: str,
+    span: int,
+    group: int,
+    padded: int,
+) -> PreparedLayer:
+    """Fixed params, dead columns, damping, the column order (clusters of ``span`` for
+    ``"spin"``), the padding to ``padded`` columns and ``U = chol(H⁻¹)ᵀ``, on the host."""
+    r, d = w_host.shape
+    num_groups = 1 if quantizer.group_size is None else d // group
+    fixed = check_params(params, r, num_groups, w_host.dtype)
+    w_prep, h_prep, dead, damping = _prepare(w_host, h_host, quantizer.damp, quantizer.dead_value)
+    perm = _order(h_prep, order, span)
+    wp, hp = pad_problem(w_prep, h_prep, perm, padded)
+    u = _inverse_cholesky(hp, quantizer.damp)
+    fixed_scale, fixed_zero, use_fixed = pad_params(fixed, r, padded // group, w_host.dtype)
+    return PreparedLayer(
+        w_host,
+        h_host,
+        wp,
+        hp,
+        u,
+        perm,
+        fixed_scale,
+        fixed_zero,
+        use_fixed,
+        group,
+        num_groups,
+        int(dead.sum()),
+        damping,
+    )
+
+
 def gptq(
     w: ArrayLike,
     h: ArrayLike,
+    quantizer: Quantizer | None = None,
     *,
-    bits: int,
-    group_size: int | None = None,
     block_size: int = 128,
     order: str = "none",
-    damp: float = DAMP,
-    dead_value: float = DEAD_VALUE,
-    symmetric: bool = False,
     params: tuple[ArrayLike, ArrayLike] | None = None,
-    grid: str = "minmax",
-    num_ratios: int = NUM_RATIOS,
+    **deprecated: Any,
 ) -> QuantizedWeight:
     """GPTQ: column-by-column rounding with optimal compensation of the later columns.
 
     See the module docstring for the recursion. ``h`` is prepared first (dead columns, damping
-    ``damp · mean(diag H)``), then ``U = chol(H⁻¹)ᵀ`` in float64 on the host; a Hessian that is
-    not positive definite after damping raises a ``ValueError`` naming ``h``.
+    ``damp · mean(diag H)``, both from the :class:`Quantizer`), then ``U = chol(H⁻¹)ᵀ`` in
+    float64 on the host; a Hessian that is not positive definite after damping raises a
+    ``ValueError`` naming ``h``.
 
     Args:
       w: ``[r, d]`` weights (rows = outputs, columns = inputs).
       h: ``[d, d]`` Hessian ``(2/n) XᵀX`` of the layer's calibration inputs.
-      bits: ``b`` in ``[1, 8]``.
-      group_size: columns per group (must divide ``d``); ``None``: one min-max grid per row,
-        computed from ``W`` before the loop (classic GPTQ).
+      quantizer: the :class:`Quantizer`. ``group_size=None``: one min-max grid per row,
+        computed from ``W`` before the loop (classic GPTQ); otherwise a group's (scale, zero)
+        is chosen when its first column is reached, from the current compensated weights:
+        ``grid="minmax"`` (classic GPTQ) or ``"search"`` (:func:`search_quant_params` with the
+        metric ``S_g = (U_ggᵀ U_gg)⁻¹``, the error left after compensating the later columns:
+        STLA's global grid rule, so that ``stla(cluster_size=1, learn_rounding=False)`` is this
+        method exactly).
       block_size: lazy-update width (rounded to a multiple or divisor of ``group_size``; the
         result does not depend on it in exact arithmetic).
       order: ``"none"``, ``"act"`` (``diag H`` descending) or ``"spin"``
         (:func:`spin_cluster_order` with clusters of ``block_size``).
-      damp: relative damping ``p >= 0``.
-      dead_value: the diagonal given to dead columns.
-      symmetric: the symmetric grid.
       params: fixed ``(scale, zero)`` of shape ``[r, num_groups]`` (groups in processing
         order) instead of a grid rule.
-      grid: how a group's (scale, zero) is chosen when its first column is reached, from the
-        current compensated weights: ``"minmax"`` (classic GPTQ) or ``"search"``
-        (:func:`search_quant_params` with the metric ``S_g = (U_ggᵀ U_gg)⁻¹``, the error left
-        after compensating the later columns: STLA's global grid rule, so that
-        ``stla(cluster_size=1, learn_rounding=False)`` is this method exactly).
-      num_ratios: grid-search ratios (``grid="search"``).
+      **deprecated: the :class:`Quantizer`'s fields as keywords (``bits=3, damp=0.0``), the
+        signature before the :class:`Quantizer`; they warn.
 
     Returns:
       A :class:`QuantizedWeight`; ``info.column_losses`` are the ``‖e_j‖²``.
@@ -521,9 +573,11 @@ def gptq(
       >>> h = 0.5 ** np.abs(i[:, None] - i[None, :]) * np.sqrt(np.outer(a, a))
       >>> w = np.array([[0.31, -0.72, 0.15, 0.98, -0.44, 0.57],
       ...               [-0.26, 0.83, -0.91, 0.12, 0.64, -0.05]], np.float32)
-      >>> out = gptq(w, h, bits=2, damp=0.0)
-      >>> round(float(out.info.layer_error), 4), round(float(rtn(w, h, bits=2).info.layer_error), 4)
-      (0.5078, 0.9309)
+      >>> out = gptq(w, h, Quantizer(bits=2, damp=0.0))
+      >>> round(float(out.info.layer_error), 4)
+      0.5078
+      >>> round(float(rtn(w, h, Quantizer(bits=2)).info.layer_error), 4)
+      0.9309
       >>> bool(np.isclose(out.info.column_losses.sum(), out.info.layer_error, rtol=1e-5))
       True
 
@@ -531,59 +585,33 @@ def gptq(
       Frantar, Ashkboos, Hoefler, Alistarh, "GPTQ: Accurate Post-Training Quantization for
       Generative Pre-trained Transformers", ICLR 2023 (arXiv 2210.17323), Algorithm 1.
     """
-    bits = check_bits(bits)
-    symmetric = check_bool(symmetric, "symmetric")
+    quantizer = resolve_quantizer(quantizer, deprecated, "gptq")
     order = check_order(order)
-    w_host = check_weight(w)
-    r, d = w_host.shape
-    h_host = check_hessian(h, d)
-    group_size = check_group_size(group_size, d)
+    w_host, h_host, group_size = check_layer(w, h, quantizer)
     block_size = check_int(block_size, "block_size", minimum=1)
-    damp = check_nonnegative(damp, "damp")
-    dead_value = check_positive(dead_value, "dead_value")
+    d = w_host.shape[1]
     block, group, padded = layout(d, block_size, group_size)
-    num_groups = 1 if group_size is None else d // group
-    fixed = check_params(params, r, num_groups, w_host.dtype)
-    grid = check_grid(grid)
-    num_ratios = check_int(num_ratios, "num_ratios", minimum=1)
-    w_prep, h_prep, dead, damping = _prepare(w_host, h_host, damp, dead_value)
-    perm = _order(h_prep, order, block)
-    wp, hp = pad_problem(w_prep, h_prep, perm, padded)
-    u = _inverse_cholesky(hp, damp)
-    search = grid == "search" and fixed is None
+    layer = prepare_layer(w_host, h_host, quantizer, params, order, block, group, padded)
+    search = quantizer.grid == "search" and not layer.use_fixed
     dtype = w_host.dtype
     metrics = None
     if search:
-        metrics = hp[None] if group_size is None else _schur_blocks(u, group)[1]
+        metrics = layer.hessian[None] if group_size is None else _schur_blocks(layer.u, group)[1]
         metrics = metrics.astype(dtype)
-    fixed_scale, fixed_zero, use_fixed = pad_params(fixed, r, padded // group, dtype)
     # Host arrays go to the jitted kernel as they are: one transfer each, no eager dispatch.
     codes, scale, zero, losses = _gptq_kernel(
-        wp,
-        u.astype(dtype),
-        (1.0 / np.diag(u)).astype(dtype),
+        layer.weights,
+        layer.u.astype(dtype),
+        (1.0 / np.diag(layer.u)).astype(dtype),
         metrics,
-        np.asarray(2**bits - 1, dtype),
-        fixed_scale,
-        fixed_zero,
+        np.asarray(quantizer.qmax, dtype),
+        layer.fixed_scale,
+        layer.fixed_zero,
         block=block,
         group=group,
-        symmetric=symmetric,
+        symmetric=quantizer.symmetric,
         search=search,
-        fixed=use_fixed,
-        num_ratios=num_ratios,
+        fixed=layer.use_fixed,
+        num_ratios=quantizer.num_ratios,
     )
-    return assemble(
-        codes,
-        scale,
-        zero,
-        perm,
-        d,
-        group,
-        w_host,
-        h_host,
-        num_groups=num_groups,
-        column_losses=losses if padded == d else losses[:d],
-        dead=int(dead.sum()),
-        damping=damping,
-    )
+    return layer.finish(codes, scale, zero, losses if padded == d else losses[:d])

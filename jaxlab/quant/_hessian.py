@@ -36,6 +36,7 @@ from jax.typing import ArrayLike
 from jaxlab._src.threads import one_blas_thread
 from jaxlab._src.validation import (
     check_array,
+    check_choice,
     check_int,
     check_nonnegative,
     check_positive,
@@ -327,9 +328,7 @@ def column_order(h: ArrayLike, order: str = "none", cluster_size: int = 1) -> np
 
 
 def check_order(order: Any) -> str:
-    if not isinstance(order, str) or order not in ORDERS:
-        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
-    return order
+    return check_choice(order, "order", ORDERS)
 
 
 def _order(h: np.ndarray, order: str, cluster_size: int) -> np.ndarray:

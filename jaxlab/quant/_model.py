@@ -29,6 +29,7 @@ from flax import nnx
 
 from jaxlab._src.validation import (
     check_array,
+    check_callable,
     check_finite_array,
     check_progress,
 )
@@ -206,7 +207,7 @@ def quantize_model(
       calibration_inputs: what ``forward_fn`` takes (a ``[batch, seq_len]`` token array for
         a :class:`jaxlab.nn.SimpleGPT`); all of it goes through one forward pass.
       method: ``(name, w, h) -> QuantizedWeight``, e.g.
-        ``lambda name, w, h: gptq(w, h, bits=3, group_size=32)``.
+        ``lambda name, w, h: gptq(w, h, Quantizer(bits=3, group_size=32))``.
       forward_fn: ``(model, calibration_inputs) -> anything``; default ``model(inputs)``.
       loss_fn: ``model -> float`` evaluated after each stage, or ``None``.
       progress: optional object with ``track(iterable, total=, description=)``.
@@ -224,11 +225,11 @@ def quantize_model(
       >>> import jax, numpy as np
       >>> from flax import nnx
       >>> from jaxlab.nn import GPTConfig, SimpleGPT, language_model_loss
-      >>> from jaxlab.quant import gptq
+      >>> from jaxlab.quant import Quantizer, gptq
       >>> model = SimpleGPT(GPTConfig(256, 32, 1, 2, max_len=8, multiple_of=32,
       ...                             norm_placement="pre"), rngs=nnx.Rngs(0))
       >>> tokens = jax.random.randint(jax.random.key(1), (8, 8), 0, 256)
-      >>> out = quantize_model(model, tokens, lambda name, w, h: gptq(w, h, bits=4),
+      >>> out = quantize_model(model, tokens, lambda name, w, h: gptq(w, h, Quantizer(bits=4)),
       ...                      loss_fn=lambda m: float(language_model_loss(m, tokens, tokens)))
       >>> [s.layers for s in out.stages][:2]
       [('blocks.0.attention.q', 'blocks.0.attention.k', 'blocks.0.attention.v'), \
@@ -241,13 +242,10 @@ def quantize_model(
     """
     if not isinstance(model, nnx.Module):
         raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
-    if not callable(method):
-        raise TypeError(f"method must be callable (name, w, h) -> QuantizedWeight, got {method!r}")
+    check_callable(method, "method", signature="method(name, w, h) -> QuantizedWeight")
     forward_fn = _default_forward if forward_fn is None else forward_fn
-    if not callable(forward_fn):
-        raise TypeError(f"forward_fn must be callable (model, inputs), got {forward_fn!r}")
-    if loss_fn is not None and not callable(loss_fn):
-        raise TypeError(f"loss_fn must be None or callable (model) -> float, got {loss_fn!r}")
+    check_callable(forward_fn, "forward_fn", signature="forward_fn(model, inputs)")
+    check_callable(loss_fn, "loss_fn", signature="loss_fn(model) -> float", allow_none=True)
     if calibration_inputs is None or isinstance(calibration_inputs, str | bytes):
         raise TypeError(
             f"calibration_inputs must be an array (tokens), got {type(calibration_inputs).__name__}"

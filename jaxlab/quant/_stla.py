@@ -61,32 +61,15 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.validation import (
     check_bool,
+    check_choice,
     check_int,
     check_nonnegative,
     check_positive,
 )
-from jaxlab.quant._gptq import (
-    QuantizedWeight,
-    assemble,
-    check_grid,
-    check_group_size,
-    check_params,
-    pad_params,
-    pad_problem,
-)
-from jaxlab.quant._hessian import (
-    DAMP,
-    DEAD_VALUE,
-    _blocks,
-    _inverse_cholesky,
-    _order,
-    _prepare,
-    _schur_blocks,
-    check_hessian,
-    check_order,
-    check_weight,
-)
-from jaxlab.quant._uniform import NUM_RATIOS, _grid_search, _minmax, check_bits
+from jaxlab.quant._gptq import QuantizedWeight, check_layer, prepare_layer
+from jaxlab.quant._hessian import _blocks, _schur_blocks, check_order
+from jaxlab.quant._quantizer import Quantizer, resolve_quantizer
+from jaxlab.quant._uniform import _grid_search, _minmax
 
 __all__ = ["LOSSES", "stla"]
 
@@ -106,6 +89,9 @@ LR_FINAL_FRACTION = 0.3
 # a fractional part near 1/2 cannot end hard (about half stay soft).
 NUM_ITERS = 2000
 HARD_LOGIT = float(np.log(11.0))
+# The reference's grid: 3 bits, groups of 256 columns, each group's grid searched against its
+# metric (``S_g`` or ``H_gg``) when the group starts.
+DEFAULT_QUANTIZER = Quantizer(bits=3, group_size=256, grid="search")
 
 
 def _rectified_sigmoid(v):
@@ -256,18 +242,11 @@ def _stla_kernel(
     return codes, scales, zeros, stats
 
 
-def _check_loss(loss: Any) -> str:
-    if not isinstance(loss, str) or loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    return loss
-
-
 def stla(
     w: ArrayLike,
     h: ArrayLike,
+    quantizer: Quantizer | None = None,
     *,
-    bits: int = 3,
-    group_size: int | None = 256,
     cluster_size: int = 256,
     loss: str = "global",
     order: str = "spin",
@@ -275,12 +254,8 @@ def stla(
     num_iters: int = NUM_ITERS,
     learning_rate: float = 0.015,
     round_weight: float = 1.0,
-    damp: float = DAMP,
-    dead_value: float = DEAD_VALUE,
-    symmetric: bool = False,
-    num_ratios: int = NUM_RATIOS,
     params: tuple[ArrayLike, ArrayLike] | None = None,
-    grid: str = "search",
+    **deprecated: Any,
 ) -> QuantizedWeight:
     """STLA quantization of one layer (see the module docstring for the algorithm).
 
@@ -289,9 +264,11 @@ def stla(
       h: ``[d, d]`` Hessian ``(2/n) XᵀX``; damped as in :func:`prepare_hessian`. Its scale
         matters: ``round_weight`` weighs a regulariser summed over weights against a recon loss
         that scales with ``‖W‖²‖H‖`` (``info.warmup_recon``/``warmup_reg`` show the balance).
-      bits: ``b`` in ``[1, 8]`` (3 in the reference).
-      group_size: columns per group (must divide ``d`` and be a multiple or divisor of the
-        cluster size); ``None``: one group per row, searched once with ``M = H``.
+      quantizer: the :class:`Quantizer`; ``None``: the reference's
+        :data:`DEFAULT_QUANTIZER` (3 bits, groups of 256, ``grid="search"``: each group's grid
+        searched with ``S_g`` (global) or ``H_gg`` (local); ``"minmax"`` is GPTQ's rule, for
+        comparisons on one grid rule). ``group_size`` must be a multiple or divisor of the
+        cluster size; ``None``: one group per row, searched once with ``M = H``.
       cluster_size: columns rounded jointly, ``k`` (capped at ``d``); 1 with
         ``learn_rounding=False`` is GPTQ.
       loss: ``"global"`` (Schur complement, the lookahead) or ``"local"`` (``H_cc`` against
@@ -304,14 +281,10 @@ def stla(
         rounding logit must travel to end exactly at 0 or 1.
       learning_rate: Adam's initial step.
       round_weight: ``λ``, the weight of the rounding regulariser (1.5 for q/k/v in the note).
-      damp: relative damping ``p``.
-      dead_value: the diagonal given to dead columns.
-      symmetric: the symmetric grid.
-      num_ratios: grid-search ratios.
       params: fixed ``(scale, zero)`` of shape ``[r, num_groups]`` (processing order), which
         replace the grid rule (the note's shared per-channel parameters).
-      grid: ``"search"`` (the reference's grid search with ``S_g`` or ``H_gg``) or
-        ``"minmax"`` (GPTQ's rule, for comparisons on one grid rule).
+      **deprecated: the :class:`Quantizer`'s fields as keywords (``bits=2``), the signature
+        before the :class:`Quantizer`; they replace :data:`DEFAULT_QUANTIZER`'s and warn.
 
     Returns:
       A :class:`QuantizedWeight`; ``info.column_losses`` holds one hard loss per cluster.
@@ -320,20 +293,19 @@ def stla(
       The note's check 3 (``ρ = 0.8``, 2 bits, fixed min-max parameters, clusters of 3):
 
       >>> import numpy as np
-      >>> from jaxlab.quant import gptq
+      >>> from jaxlab.quant import Quantizer, gptq
       >>> a = np.array([1.0, 3, 2, 6, 4, 5]); i = np.arange(6)
       >>> h = 0.8 ** np.abs(i[:, None] - i[None, :]) * np.sqrt(np.outer(a, a))
       >>> w = np.array([[0.27, -0.46, -0.92, -0.97, 0.63, 0.83],
       ...               [0.21, 0.46, 0.09, 0.87, 0.63, -0.99]], np.float32)
       >>> params = (np.array([0.6, 0.62]), np.array([2.0, 2.0]))
-      >>> kw = dict(bits=2, group_size=None, cluster_size=3, order="none", damp=0.0,
-      ...           params=params)
-      >>> out = stla(w, h, **kw)                  # 2000 iterations: the exhaustive optimum
-      >>> out.info.column_losses.shape, int(out.info.nonfinite_count)
+      >>> quantizer = Quantizer(bits=2, damp=0.0)
+      >>> out = stla(w, h, quantizer, cluster_size=3, order="none", params=params)
+      >>> out.info.column_losses.shape, int(out.info.nonfinite_count)  # 2000 iterations
       ((2,), 0)
-      >>> bool(abs(float(out.info.layer_error) - 0.749994) < 1e-5)
+      >>> bool(abs(float(out.info.layer_error) - 0.749994) < 1e-5)  # the exhaustive optimum
       True
-      >>> float(gptq(w, h, bits=2, damp=0.0, params=params).info.layer_error) > 1.47
+      >>> float(gptq(w, h, quantizer, params=params).info.layer_error) > 1.47
       True
 
     References:
@@ -341,15 +313,12 @@ def stla(
       ICML 2026; Nagel et al., "Up or Down? Adaptive Rounding for Post-Training Quantization",
       ICML 2020 (arXiv 2004.10568).
     """
-    bits = check_bits(bits)
-    symmetric = check_bool(symmetric, "symmetric")
+    quantizer = resolve_quantizer(quantizer, deprecated, "stla", DEFAULT_QUANTIZER)
     learn_rounding = check_bool(learn_rounding, "learn_rounding")
     order = check_order(order)
-    loss = _check_loss(loss)
-    w_host = check_weight(w)
-    r, d = w_host.shape
-    h_host = check_hessian(h, d)
-    group_size = check_group_size(group_size, d)
+    check_choice(loss, "loss", LOSSES)
+    w_host, h_host, group_size = check_layer(w, h, quantizer)
+    d = w_host.shape[1]
     cluster = min(check_int(cluster_size, "cluster_size", minimum=1), d)
     if group_size is not None and group_size % cluster and cluster % group_size:
         raise ValueError(
@@ -357,21 +326,12 @@ def stla(
             "(a group's parameters are searched when its first cluster starts)"
         )
     num_iters = check_int(num_iters, "num_iters", minimum=1)
-    num_ratios = check_int(num_ratios, "num_ratios", minimum=1)
-    grid = check_grid(grid)
     check_positive(learning_rate, "learning_rate")
     check_nonnegative(round_weight, "round_weight")
-    damp = check_nonnegative(damp, "damp")
-    dead_value = check_positive(dead_value, "dead_value")
-    num_groups = 1 if group_size is None else d // group_size
-    fixed = check_params(params, r, num_groups, w_host.dtype)
-
-    w_prep, h_prep, dead, damping = _prepare(w_host, h_host, damp, dead_value)
-    perm = _order(h_prep, order, cluster)
     padded = -(-d // cluster) * cluster
     group = padded if group_size is None else group_size
-    wp, hp = pad_problem(w_prep, h_prep, perm, padded)
-    u = _inverse_cholesky(hp, damp)
+    layer = prepare_layer(w_host, h_host, quantizer, params, order, cluster, group, padded)
+    hp, u = layer.hessian, layer.u
     cluster_inv, cluster_schur = _schur_blocks(u, cluster)
     if loss == "global":
         cluster_metric = cluster_schur
@@ -379,41 +339,27 @@ def stla(
     else:
         cluster_metric = _blocks(hp, cluster)
         group_metric = _blocks(hp, group)
-    fixed_scale, fixed_zero, use_fixed = pad_params(fixed, r, padded // group, w_host.dtype)
     dtype = w_host.dtype
     codes, scale, zero, stats = _stla_kernel(
-        jnp.asarray(wp),
+        jnp.asarray(layer.weights),
         jnp.asarray(u, dtype),
         jnp.asarray(cluster_inv, dtype),
         jnp.asarray(cluster_metric, dtype),
         jnp.asarray(group_metric, dtype),
-        jnp.asarray(2**bits - 1, dtype),
+        jnp.asarray(quantizer.qmax, dtype),
         jnp.asarray(learning_rate, dtype),
         jnp.asarray(round_weight, dtype),
         jnp.asarray(learn_rounding),
         jnp.asarray(loss == "global"),
-        fixed_scale,
-        fixed_zero,
-        jnp.asarray(use_fixed),
+        layer.fixed_scale,
+        layer.fixed_zero,
+        jnp.asarray(layer.use_fixed),
         cluster=cluster,
         group=group,
         num_iters=num_iters,
-        symmetric=symmetric,
-        num_ratios=num_ratios,
-        search=grid == "search",
+        symmetric=quantizer.symmetric,
+        num_ratios=quantizer.num_ratios,
+        search=quantizer.grid == "search",
     )
-    return assemble(
-        codes,
-        scale,
-        zero,
-        perm,
-        d,
-        group,
-        w_host,
-        h_host,
-        num_groups=num_groups,
-        column_losses=stats[0],
-        extra={"warmup_recon": stats[1], "warmup_reg": stats[2], "hard_fraction": stats[3]},
-        dead=int(dead.sum()),
-        damping=damping,
-    )
+    extra = {"warmup_recon": stats[1], "warmup_reg": stats[2], "hard_fraction": stats[3]}
+    return layer.finish(codes, scale, zero, stats[0], extra)

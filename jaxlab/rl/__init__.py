@@ -3,12 +3,13 @@
 * The core (:func:`grpo`): group sampling under any generation order, group-relative advantages
   (:func:`group_advantages`: z-score, rank, centred), the clipped surrogate with a KL to a
   reference policy (:func:`grpo_policy_loss`, token or sequence aggregation), all traceable,
-  in blackjax's ``(init, step)`` shape (:class:`PolicyOptimizer`; skipped updates counted by
-  cause in :class:`GRPOSkips`); it takes any discrete sequence policy (``sample_fn``,
-  ``log_prob_fn``), any reward function and any order. :class:`AutoregressivePolicy` is a
-  small any-order autoregressive flax.nnx policy (:func:`sample_sequences`,
-  :func:`sequence_log_probs`, :func:`split_policy`, :func:`random_orders`,
-  :func:`identity_orders`).
+  in blackjax's ``(init, step)`` shape (:class:`OptimizationAlgorithm`, the one optimizer type
+  of this package, also named :class:`PolicyOptimizer` and :class:`BlackBoxOptimizer`; skipped
+  updates counted by cause in :class:`GRPOSkips`); it takes any discrete sequence policy
+  (``sample_fn``, ``log_prob_fn``), any reward function and any order.
+  :class:`AutoregressivePolicy` is a small any-order autoregressive flax.nnx policy
+  (:func:`sample_sequences`, :func:`sequence_log_probs`, :func:`split_policy`,
+  :func:`random_orders`, :func:`identity_orders`).
 * TSRL (Juneja et al., ICML 2026): :func:`win_rate_reward` against fixed anchors
   (:func:`select_anchors`) under any pairwise judge, the baselines :func:`pointwise_reward`,
   :func:`single_pairwise_reward` and :func:`round_robin_reward`, and the synthetic judges
@@ -24,7 +25,8 @@
   :func:`sample_any_order`, :func:`log_prob_any_order`, :func:`order_masks`) trained by
   :func:`grpo` over random generation and training orders, as a black-box binary maximiser;
   the baselines :func:`umda`, :func:`pbil`, :func:`one_plus_one_ea`, :func:`genetic_algorithm`,
-  all :class:`BlackBoxOptimizer` (``init``/``step``, :class:`BlackBoxState`,
+  all :class:`BlackBoxOptimizer` (``init``/``step`` that record their evaluations,
+  :func:`counted`; :class:`BlackBoxState`,
   :class:`BlackBoxInfo`, :func:`num_steps_for_budget`, :func:`run_optimizer`), and
   :func:`maximize` in one call.
   Benchmarks: :func:`onemax`, :func:`leading_ones`, :func:`deceptive_trap`,
@@ -35,6 +37,7 @@
   :func:`ternary_bandit`, :func:`ternary_labels`, :func:`expected_answer_metrics`.
 """
 
+from jaxlab._src.optimization import OptimizationAlgorithm, counted
 from jaxlab.rl._black_box import (
     BlackBoxInfo,
     BlackBoxOptimizer,
@@ -122,7 +125,9 @@ __all__ = [
     "GRPOSkips",
     "GRPOState",
     "LossInfo",
+    "OptimizationAlgorithm",
     "PolicyOptimizer",
+    "counted",
     "group_advantages",
     "grpo",
     "grpo_policy_loss",

@@ -2,9 +2,11 @@
 
 Every optimiser over ``x ∈ {0, 1}^n`` (:func:`jaxlab.rl.oi_eda`, :func:`jaxlab.rl.umda`,
 :func:`jaxlab.rl.pbil`, :func:`jaxlab.rl.one_plus_one_ea`, :func:`jaxlab.rl.genetic_algorithm`)
-is a :class:`BlackBoxOptimizer`: blackjax's ``init(rng_key) -> state`` and
-``step(rng_key, state) -> (state, info)`` with the evaluation counts that turn a budget into a
-number of steps (:func:`num_steps_for_budget`). States share :class:`BlackBoxState` (the
+is a :class:`BlackBoxOptimizer`, the one optimizer type of :mod:`jaxlab.rl`
+(:class:`jaxlab.rl.OptimizationAlgorithm`, also :func:`jaxlab.rl.grpo`'s): blackjax's
+``init(rng_key) -> state`` and ``step(rng_key, state) -> (state, info)``, whose functions record
+the evaluations they spend (:func:`jaxlab.rl.counted`), which turns a budget into a number of
+steps (:func:`num_steps_for_budget`). States share :class:`BlackBoxState` (the
 method's own part in ``search``, the best-so-far point, the evaluation count and a count of
 steps with non-finite objective values); infos share :class:`BlackBoxInfo`.
 """
@@ -18,7 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab._src.validation import check_callable, check_int, is_concrete
+from jaxlab._src.optimization import OptimizationAlgorithm
+from jaxlab._src.validation import check_callable, check_instance, check_int, is_concrete
 
 __all__ = [
     "BlackBoxInfo",
@@ -84,29 +87,21 @@ class BlackBoxInfo(NamedTuple):
     clip_fraction: jax.Array
 
 
-class BlackBoxOptimizer(NamedTuple):
-    """A black-box binary optimiser in blackjax's shape, with its evaluation counts.
+# The one optimizer type of jaxlab.rl (issue 43): a black-box optimiser is an
+# ``OptimizationAlgorithm`` whose ``init`` and ``step`` record their evaluations (``counted``).
+BlackBoxOptimizer = OptimizationAlgorithm
 
-    Attributes:
-      init: ``init(rng_key) -> BlackBoxState`` (spends ``initial_evaluations``).
-      step: ``step(rng_key, state) -> (BlackBoxState, BlackBoxInfo)`` (spends
-        ``evaluations_per_step``); traceable, so ``jax.jit``, ``lax.scan`` and ``jax.vmap``
-        over seeds apply.
-      initial_evaluations: evaluations spent by ``init`` (the (1+1)-EA's first point, the GA's
-        first population; 0 for the distribution-based methods).
-      evaluations_per_step: evaluations spent by each ``step``.
 
-    Examples:
-      >>> from jaxlab.rl import genetic_algorithm, onemax
-      >>> algorithm = genetic_algorithm(onemax, 16, population=8)
-      >>> algorithm.initial_evaluations, algorithm.evaluations_per_step  # the elite is kept
-      (8, 7)
-    """
-
-    init: Callable[[jax.Array], BlackBoxState]
-    step: Callable[[jax.Array, BlackBoxState], tuple[BlackBoxState, BlackBoxInfo]]
-    initial_evaluations: int
-    evaluations_per_step: int
+def _check_counted(optimizer: Any) -> tuple[int, int]:
+    check_instance(optimizer, OptimizationAlgorithm, "optimizer", "built by a jaxlab.rl factory")
+    initial, per_step = optimizer.initial_evaluations, optimizer.evaluations_per_step
+    if initial is None or per_step is None or per_step < 1:
+        raise ValueError(
+            "optimizer must count its evaluations: init and step built with "
+            "jaxlab.rl.counted(fn, evaluations), as the black-box factories (umda, oi_eda, ...) "
+            f"do; got initial_evaluations={initial}, evaluations_per_step={per_step}"
+        )
+    return initial, per_step
 
 
 def num_steps_for_budget(optimizer: BlackBoxOptimizer, budget: int) -> int:
@@ -119,17 +114,14 @@ def num_steps_for_budget(optimizer: BlackBoxOptimizer, budget: int) -> int:
       >>> num_steps_for_budget(umda(onemax, 8, population=64), 20_000)
       312
     """
-    if not isinstance(optimizer, BlackBoxOptimizer):
-        raise TypeError(f"optimizer must be a BlackBoxOptimizer, got {type(optimizer).__name__}")
+    initial, per_step = _check_counted(optimizer)
     budget = check_int(budget, "budget", minimum=1)
-    needed = optimizer.initial_evaluations + optimizer.evaluations_per_step
-    if budget < needed:
+    if budget < initial + per_step:
         raise ValueError(
-            f"budget must cover at least one generation: init spends "
-            f"{optimizer.initial_evaluations} and each step {optimizer.evaluations_per_step} "
-            f"evaluations, so budget >= {needed}, got {budget}"
+            f"budget must cover at least one generation: init spends {initial} and each step "
+            f"{per_step} evaluations, so budget >= {initial + per_step}, got {budget}"
         )
-    return (budget - optimizer.initial_evaluations) // optimizer.evaluations_per_step
+    return (budget - initial) // per_step
 
 
 def run_optimizer(
@@ -157,8 +149,7 @@ def run_optimizer(
       >>> best.shape, counts.tolist()
       ((5,), [16, 32, 48, 64, 80])
     """
-    if not isinstance(optimizer, BlackBoxOptimizer):
-        raise TypeError(f"optimizer must be a BlackBoxOptimizer, got {type(optimizer).__name__}")
+    check_instance(optimizer, OptimizationAlgorithm, "optimizer", "built by a jaxlab.rl factory")
     num_steps = check_int(num_steps, "num_steps", minimum=1)
     init_key, run_key = jax.random.split(rng_key)
 

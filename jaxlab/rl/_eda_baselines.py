@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxlab._src.optimization import counted
 from jaxlab._src.validation import check_int, check_key, check_probability
 from jaxlab.rl._black_box import (
     BlackBoxInfo,
@@ -94,7 +95,7 @@ def _probability_vector_search(objective, n, lam, mu, learning_rate) -> BlackBox
         probs = (1.0 - learning_rate) * state.search + learning_rate * target
         return record(state, jnp.clip(probs, low, high).astype(jnp.float32), points, values)
 
-    return BlackBoxOptimizer(init, step, 0, lam)
+    return BlackBoxOptimizer(counted(init, 0), counted(step, lam))
 
 
 def umda(
@@ -223,7 +224,7 @@ def one_plus_one_ea(
         search = (jnp.where(accept, y, x), jnp.where(accept, fy, fx))
         return record(state, search, y[None], values)
 
-    return BlackBoxOptimizer(init, step, 1, 1)
+    return BlackBoxOptimizer(counted(init, 1), counted(step, 1))
 
 
 def genetic_algorithm(
@@ -292,4 +293,4 @@ def genetic_algorithm(
         new_scores = jnp.concatenate([scores[elite][None], ranked(values)])
         return record(state, (new_members, new_scores), children, values)
 
-    return BlackBoxOptimizer(init, step, lam, lam - 1)
+    return BlackBoxOptimizer(counted(init, lam), counted(step, lam - 1))

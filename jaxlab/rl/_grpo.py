@@ -2,7 +2,8 @@
 
 The shared core of :mod:`jaxlab.rl`: group-relative advantages (z-score and rank), the clipped
 surrogate with a KL penalty to a reference policy (token or sequence aggregation), and the
-:func:`grpo` update in blackjax's ``(init, step)`` shape (a :class:`PolicyOptimizer`: any
+:func:`grpo` update in blackjax's ``(init, step)`` shape (an :class:`OptimizationAlgorithm`,
+the type of every optimizer in :mod:`jaxlab.rl`, also named :class:`PolicyOptimizer`: any
 discrete sequence policy, any reward function, any generation order; the small any-order nnx
 policy :class:`jaxlab.rl.AutoregressivePolicy` lives in ``_policy.py``).
 
@@ -23,6 +24,7 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
+from jaxlab._src.optimization import OptimizationAlgorithm
 from jaxlab._src.validation import (
     check_array,
     check_callable,
@@ -427,26 +429,8 @@ class GRPOInfo(NamedTuple):
     invalid_prompts: jax.Array
 
 
-class PolicyOptimizer(NamedTuple):
-    """A policy optimiser in blackjax's shape: what :func:`grpo` returns.
-
-    Attributes:
-      init: ``init(params) -> GRPOState``.
-      step: ``step(rng_key, state, prompts) -> (GRPOState, GRPOInfo)``; traceable, so
-        ``jax.jit``, ``lax.scan`` and ``jax.vmap`` over seeds apply.
-
-    Examples:
-      >>> from jaxlab.rl import TabularPolicy
-      >>> policy = TabularPolicy(2, 3)
-      >>> reward = lambda key, tokens, prompts: tokens[..., 0].astype(jnp.float32)
-      >>> optimizer = grpo(policy.sample, policy.log_prob, reward, optax.sgd(0.1))
-      >>> state = optimizer.init(policy.init())
-      >>> int(optimizer.step(jax.random.key(0), state, jnp.arange(2))[0].count)
-      1
-    """
-
-    init: Callable[[Any], GRPOState]
-    step: Callable[[jax.Array, GRPOState, Any], tuple[GRPOState, GRPOInfo]]
+# The one optimizer type of jaxlab.rl (issue 43): ``grpo`` returns the black-box optimisers' type.
+PolicyOptimizer = OptimizationAlgorithm
 
 
 def grpo(
@@ -503,7 +487,7 @@ def grpo(
         in ``info.invalid_prompts`` (that step is skipped).
 
     Returns:
-      A :class:`PolicyOptimizer` ``(init, step)``: ``init(params) -> GRPOState``,
+      An :class:`OptimizationAlgorithm` ``(init, step)``: ``init(params) -> GRPOState``,
       ``step(rng_key, state, prompts) -> (GRPOState, GRPOInfo)``.
 
     Examples:
@@ -530,8 +514,8 @@ def grpo(
         raise TypeError(f"optimizer must be an optax GradientTransformation, got {optimizer!r}")
     group_size = check_int(group_size, "group_size", minimum=2)
     num_epochs = check_positive_int(num_epochs, "num_epochs")
-    if not callable(advantage) and advantage not in _ADVANTAGES:
-        raise ValueError(f"advantage must be one of {_ADVANTAGES} or a callable, got {advantage!r}")
+    if not callable(advantage):  # a callable rewards -> advantages is the other option
+        check_choice(advantage, "advantage (a callable, or a name)", _ADVANTAGES)
     check_nonnegative(clip_epsilon, "clip_epsilon")
     check_nonnegative(kl_coef, "kl_coef")
     check_nonnegative(epsilon, "epsilon")
@@ -655,4 +639,4 @@ def grpo(
         )
         return new_state, info
 
-    return PolicyOptimizer(init, step)
+    return OptimizationAlgorithm(init, step)

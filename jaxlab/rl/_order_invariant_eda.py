@@ -29,6 +29,7 @@ import optax
 from flax import nnx
 from jax.typing import ArrayLike
 
+from jaxlab._src.optimization import counted
 from jaxlab._src.validation import (
     check_array,
     check_choice,
@@ -424,7 +425,7 @@ def oi_eda(
         search, info = grpo_step(rng_key, state.search, prompts)
         return record(state, search, info.tokens[0], info.rewards[0], info.clip_fraction)
 
-    return BlackBoxOptimizer(init, step, 0, group)
+    return BlackBoxOptimizer(counted(init, 0), counted(step, group))
 
 
 @functools.lru_cache(maxsize=32)

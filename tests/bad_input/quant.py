@@ -25,8 +25,14 @@ _NAN_W = np.array([[1.0, NAN, 0.0, 2.0], [0.0, 1.0, 1.0, 1.0]], np.float32)
 _INF_W = np.where(np.isnan(_NAN_W), np.inf, _NAN_W).astype(np.float32)
 
 
-def _layer_probes(fn, **required):
-    call = lambda **kw: fn(kw.pop("w", W), kw.pop("h", H), **{**required, **kw})
+_QUANTIZER_FIELDS = ("bits", "group_size", "symmetric", "grid", "num_ratios", "damp", "dead_value")
+
+
+def _layer_probes(fn):
+    def call(**kw):
+        fields = {k: kw.pop(k) for k in list(kw) if k in _QUANTIZER_FIELDS}
+        return fn(kw.pop("w", W), kw.pop("h", H), quant.Quantizer(**fields), **kw)
+
     return [
         raises("bits", lambda: call(bits=0)),
         raises("bits", lambda: call(bits=9)),
@@ -46,6 +52,8 @@ def _layer_probes(fn, **required):
         raises("params", lambda: call(bits=3, params=np.ones(2)), TypeError),
         raises("grid", lambda: call(bits=3, grid="mse")),
         raises("grid", lambda: call(bits=3, grid=None)),
+        raises("quantizer", lambda: fn(W, H, quant.Quantizer(bits=3), bits=3), TypeError),
+        raises("quantizer", lambda: fn(W, H, quantizer={"bits": 3}), TypeError),
     ]
 
 
@@ -54,38 +62,65 @@ for _name, _reason in (
     ("QuantizedWeight", "a result NamedTuple built by rtn/gptq/stla"),
     ("StageReport", "a report NamedTuple built by quantize_model"),
     ("ModelQuantization", "a result NamedTuple built by quantize_model"),
+    ("LanguageModelProblem", "a problem NamedTuple built by byte_language_model"),
     ("LayerProblem", "a problem NamedTuple built by correlated_layer"),
     ("ReferenceInstance", "an instance NamedTuple built by reference_instance"),
 ):
     no_probes(f"jaxlab.quant.{_name}", _reason)
 
 probes(
+    "jaxlab.quant.Quantizer",
+    raises("bits", lambda: quant.Quantizer(bits=0)),
+    raises("bits", lambda: quant.Quantizer(bits=2.0), TypeError),
+    raises("group_size", lambda: quant.Quantizer(bits=3, group_size=0)),
+    raises("symmetric", lambda: quant.Quantizer(bits=3, symmetric=1), TypeError),
+    raises("grid", lambda: quant.Quantizer(bits=3, grid="mse")),
+    raises("num_ratios", lambda: quant.Quantizer(bits=3, num_ratios=0)),
+    raises("damp", lambda: quant.Quantizer(bits=3, damp=NAN)),
+    raises("dead_value", lambda: quant.Quantizer(bits=3, dead_value=0.0)),
+)
+probes(
     "jaxlab.quant.rtn",
-    raises("bits", lambda: quant.rtn(W, bits=0)),
-    raises("bits", lambda: quant.rtn(W, bits=True), TypeError),
-    raises("group_size", lambda: quant.rtn(W, bits=3, group_size=3)),
-    raises("h", lambda: quant.rtn(W, np.eye(3), bits=3)),
-    raises("w", lambda: quant.rtn("w", bits=3), TypeError),
-    raises("params", lambda: quant.rtn(W, bits=3, params=(-SCALE, ZERO))),
-    raises("grid", lambda: quant.rtn(W, H, bits=3, grid="optimal")),
-    raises("h", lambda: quant.rtn(W, bits=3, grid="search"), ValueError, "search needs H"),
+    raises("quantizer", lambda: quant.rtn(W), TypeError),
+    raises("bits", lambda: quant.rtn(W, quantizer=quant.Quantizer(bits=0))),
+    raises("bits", lambda: quant.rtn(W, quantizer=quant.Quantizer(bits=True)), TypeError),
+    raises("group_size", lambda: quant.rtn(W, quantizer=quant.Quantizer(bits=3, group_size=3))),
+    raises("h", lambda: quant.rtn(W, np.eye(3), quant.Quantizer(bits=3))),
+    raises("w", lambda: quant.rtn("w", quantizer=quant.Quantizer(bits=3)), TypeError),
+    raises(
+        "params", lambda: quant.rtn(W, quantizer=quant.Quantizer(bits=3), params=(-SCALE, ZERO))
+    ),
+    raises("grid", lambda: quant.rtn(W, H, quant.Quantizer(bits=3, grid="optimal"))),
+    raises(
+        "h",
+        lambda: quant.rtn(W, quantizer=quant.Quantizer(bits=3, grid="search")),
+        ValueError,
+        "search needs H",
+    ),
 )
 probes(
     "jaxlab.quant.gptq",
     *_layer_probes(quant.gptq),
-    raises("block_size", lambda: quant.gptq(W, H, bits=3, block_size=0)),
+    raises("block_size", lambda: quant.gptq(W, H, quant.Quantizer(bits=3), block_size=0)),
 )
 probes(
     "jaxlab.quant.stla",
-    *_layer_probes(quant.stla, group_size=None),
-    raises("cluster_size", lambda: quant.stla(W, H, group_size=None, cluster_size=0)),
-    raises("group_size", lambda: quant.stla(W, H, group_size=4, cluster_size=3)),
-    raises("loss", lambda: quant.stla(W, H, group_size=None, loss="lookahead")),
-    raises("num_iters", lambda: quant.stla(W, H, group_size=None, num_iters=0)),
-    raises("learning_rate", lambda: quant.stla(W, H, group_size=None, learning_rate=NAN)),
-    raises("round_weight", lambda: quant.stla(W, H, group_size=None, round_weight=-1.0)),
+    *_layer_probes(quant.stla),
+    raises("cluster_size", lambda: quant.stla(W, H, quant.Quantizer(bits=3), cluster_size=0)),
     raises(
-        "learn_rounding", lambda: quant.stla(W, H, group_size=None, learn_rounding=1), TypeError
+        "group_size",
+        lambda: quant.stla(
+            W, H, quant.Quantizer(bits=3, group_size=4, grid="search"), cluster_size=3
+        ),
+    ),
+    raises("loss", lambda: quant.stla(W, H, quant.Quantizer(bits=3), loss="lookahead")),
+    raises("num_iters", lambda: quant.stla(W, H, quant.Quantizer(bits=3), num_iters=0)),
+    raises("learning_rate", lambda: quant.stla(W, H, quant.Quantizer(bits=3), learning_rate=NAN)),
+    raises("round_weight", lambda: quant.stla(W, H, quant.Quantizer(bits=3), round_weight=-1.0)),
+    raises(
+        "learn_rounding",
+        lambda: quant.stla(W, H, quant.Quantizer(bits=3), learn_rounding=1),
+        TypeError,
     ),
 )
 probes(
@@ -190,6 +225,27 @@ probes(
     raises("check", lambda: quant.reference_instance(4)),
     raises("check", lambda: quant.reference_instance("3"), TypeError),
 )
+_KEY = jax.random.key(0)
+
+
+def _held_out(model=W, **kw):
+    return quant.held_out_losses(
+        model, np.zeros(40, np.uint8), **{"num_blocks": 2, "windows": 1, "seq_len": 4, **kw}
+    )
+
+
+probes(
+    "jaxlab.quant.byte_language_model",
+    raises("rng_key", lambda: quant.byte_language_model(None), TypeError),
+    raises("steps", lambda: quant.byte_language_model(_KEY, steps=0)),
+    raises("corpus_bytes", lambda: quant.byte_language_model(_KEY, corpus_bytes=2.5), TypeError),
+)
+probes(
+    "jaxlab.quant.held_out_losses",
+    raises("model", lambda: _held_out(rng_key=_KEY), TypeError),
+    raises("num_blocks", lambda: _held_out(num_blocks=0, rng_key=_KEY)),
+    raises("rng_key", lambda: _held_out(rng_key=0), TypeError),
+)
 probes(
     "jaxlab.quant.quantize_model",
     raises("model", lambda: quant.quantize_model(W, W, lambda n, w, h: None), TypeError),
@@ -225,7 +281,7 @@ def _TinyNet():
 
 
 def _nan_method(name, w, h):
-    out = quant.rtn(w, bits=3)
+    out = quant.rtn(w, quantizer=quant.Quantizer(bits=3))
     return out._replace(weight=out.weight.at[0, 0].set(jnp.nan))
 
 
@@ -245,11 +301,11 @@ class _Tiny:
 
 # Issue 44, second independent probe set: the findings it made, fixed at the entry checks.
 _CAL = np.ones((5, 4), np.float32)
-_RTN3 = lambda name, w, h: quant.rtn(w, bits=3)  # noqa: E731
+_RTN3 = lambda name, w, h: quant.rtn(w, quantizer=quant.Quantizer(bits=3))  # noqa: E731
 
 
 def _int_weights(name, w, h):
-    out = quant.rtn(w, bits=3)
+    out = quant.rtn(w, quantizer=quant.Quantizer(bits=3))
     return out._replace(weight=out.weight.astype(jnp.int32))
 
 

@@ -481,7 +481,17 @@ def _optimizer_probes(factory, **kwargs):
 
 for _name in ("BlackBoxInfo", "BlackBoxState", "BlackBoxResult"):
     no_probes(_P + _name, "a NamedTuple returned by the optimisers' steps or by maximize")
-no_probes(_P + "BlackBoxOptimizer", "a NamedTuple of (init, step, counts) built by the factories")
+no_probes(_P + "BlackBoxOptimizer", "an alias of OptimizationAlgorithm, built by the factories")
+no_probes(
+    _P + "OptimizationAlgorithm", "the (init, step) NamedTuple every optimizer factory returns"
+)
+probes(
+    _P + "counted",
+    raises("fn", lambda: R.counted(None, 3), TypeError),
+    raises("fn", lambda: R.counted(len, 3), TypeError, "a builtin holds no attribute"),
+    raises("evaluations", lambda: R.counted(lambda key: key, -1), ValueError),
+    raises("evaluations", lambda: R.counted(lambda key: key, 2.0), TypeError),
+)
 for _name in ("NKLandscape", "MaxCut", "QUBO"):
     no_probes(_P + _name, "an instance NamedTuple; its builder validates (see nk_landscape etc.)")
 
@@ -551,6 +561,12 @@ probes(
     raises("budget", lambda: R.num_steps_for_budget(R.umda(R.onemax, 4), 63), ValueError),
     raises("budget", lambda: R.num_steps_for_budget(R.umda(R.onemax, 4), 1e4), TypeError),
     raises("optimizer", lambda: R.num_steps_for_budget((None, None), 100), TypeError),
+    raises(
+        "optimizer",
+        lambda: R.num_steps_for_budget(R.OptimizationAlgorithm(len, len), 100),
+        ValueError,
+        "uncounted",
+    ),
 )
 probes(
     _P + "AnyOrderLogistic",

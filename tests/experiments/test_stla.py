@@ -32,7 +32,7 @@ def test_config_validation():
 
 
 def test_paired_interval_of_a_constant_table_and_of_a_sign_change():
-    from jaxlab.experiments.stla import _paired_interval
+    from jaxlab._src.stats import crossed_bootstrap_interval as _paired_interval
 
     key = __import__("jax").random.key(0)
     mean, low, high = _paired_interval(

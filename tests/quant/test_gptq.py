@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from jaxlab.quant import (
+    Quantizer,
     column_order,
     correlated_layer,
     gptq,
@@ -82,15 +83,15 @@ def test_note_check_1_values():
 def test_note_check_2_post_compensation_and_gptq():
     inst = reference_instance(2)
     w = inst.weight.astype(np.float32)
-    q = np.asarray(rtn(w, bits=2).weight, np.float64)
+    q = np.asarray(rtn(w, quantizer=Quantizer(bits=2)).weight, np.float64)
     e = (q - inst.weight)[:, :3]
     compensated = float(schur_complement_objective(e, inst.hessian, 0, 3))
     assert compensated == pytest.approx(inst.values["cluster0_compensated"], abs=1e-5)
     local = float(np.einsum("ij,jk,ik->", e, inst.hessian[:3, :3], e))
     assert local == pytest.approx(inst.values["cluster0_local"], abs=1e-5)
     assert compensated < local
-    rtn_error = float(rtn(w, inst.hessian, bits=2).info.layer_error)
-    gptq_error = float(gptq(w, inst.hessian, bits=2, damp=0.0).info.layer_error)
+    rtn_error = float(rtn(w, inst.hessian, Quantizer(bits=2)).info.layer_error)
+    gptq_error = float(gptq(w, inst.hessian, Quantizer(bits=2, damp=0.0)).info.layer_error)
     assert rtn_error == pytest.approx(inst.values["rtn"], abs=F32_ATOL)
     assert gptq_error == pytest.approx(inst.values["gptq"], abs=F32_ATOL)
 
@@ -100,8 +101,8 @@ def test_gptq_beats_rtn_on_the_note_instances(check):
     inst = reference_instance(check)
     w = inst.weight.astype(np.float32)
     params = (inst.scale, inst.zero)
-    g = float(gptq(w, inst.hessian, bits=2, damp=0.0, params=params).info.layer_error)
-    r = float(rtn(w, inst.hessian, bits=2, params=params).info.layer_error)
+    g = float(gptq(w, inst.hessian, Quantizer(bits=2, damp=0.0), params=params).info.layer_error)
+    r = float(rtn(w, inst.hessian, Quantizer(bits=2), params=params).info.layer_error)
     assert g < r
     assert g == pytest.approx(inst.values["gptq"], abs=F32_ATOL)
 
@@ -110,8 +111,8 @@ def test_gptq_beats_rtn_on_average_over_random_correlated_layers():
     gains, wins = [], 0
     for seed in range(NUM_DRAWS):
         p = correlated_layer(jax.random.key(seed), rows=8, cols=16, num_tokens=64, rank=4)
-        g = float(gptq(p.weight, p.hessian, bits=3).info.relative_error)
-        r = float(rtn(p.weight, p.hessian, bits=3).info.relative_error)
+        g = float(gptq(p.weight, p.hessian, Quantizer(bits=3)).info.relative_error)
+        r = float(rtn(p.weight, p.hessian, Quantizer(bits=3)).info.relative_error)
         gains.append(r / g)
         wins += g < r
     assert np.mean([1 / x for x in gains]) < 1 / MIN_MEAN_GAIN  # mean error ratio GPTQ/RTN
@@ -123,9 +124,9 @@ def test_gptq_on_a_diagonal_hessian_is_rtn():
     h = np.diag(np.linspace(0.5, 3.0, 16))
     for group in (None, 4):
         for order in ("none", "act"):
-            out = gptq(w, h, bits=3, group_size=group, order=order)
+            out = gptq(w, h, Quantizer(bits=3, group_size=group), order=order)
             if order == "none":  # same grid as RTN only when groups keep their columns
-                expected = rtn(w, bits=3, group_size=group)
+                expected = rtn(w, quantizer=Quantizer(bits=3, group_size=group))
                 np.testing.assert_array_equal(out.codes, expected.codes)
                 np.testing.assert_allclose(out.weight, expected.weight, atol=1e-6)
             else:
@@ -143,7 +144,9 @@ def test_gptq_on_a_diagonal_hessian_is_rtn():
 )
 def test_gptq_matches_an_independent_numpy_implementation(group, order, block):
     p = correlated_layer(jax.random.key(7), rows=8, cols=16, num_tokens=64, rank=4)
-    out = gptq(p.weight, p.hessian, bits=3, group_size=group, order=order, block_size=block)
+    out = gptq(
+        p.weight, p.hessian, Quantizer(bits=3, group_size=group), order=order, block_size=block
+    )
     truth = ref.gptq(np.asarray(p.weight), np.asarray(p.hessian), 3, group=group, order=order)
     np.testing.assert_allclose(out.weight, truth, atol=1e-5)
     # The per-column losses ‖e_j‖² sum to the objective under the damped Hessian.
@@ -155,7 +158,7 @@ def test_gptq_matches_an_independent_numpy_implementation(group, order, block):
 def test_gptq_in_float64_matches_numpy_exactly(x64):
     p = correlated_layer(jax.random.key(7), rows=8, cols=16, num_tokens=64, rank=4)
     w, h = np.asarray(p.weight, np.float64), np.asarray(p.hessian, np.float64)
-    out = gptq(w, h, bits=3, order="act", block_size=4)
+    out = gptq(w, h, Quantizer(bits=3), order="act", block_size=4)
     assert out.weight.dtype == np.float64
     np.testing.assert_allclose(out.weight, ref.gptq(w, h, 3, order="act"), atol=1e-12)
 
@@ -164,7 +167,7 @@ def test_dead_columns_are_zeroed_and_counted():
     p = correlated_layer(jax.random.key(2), rows=8, cols=16, num_tokens=64, rank=4)
     h = np.array(p.hessian, np.float64)
     h[5, :] = h[:, 5] = 0.0
-    out = gptq(p.weight, h, bits=3)
+    out = gptq(p.weight, h, Quantizer(bits=3))
     assert out.info.dead_columns == 1 and int(out.info.nonfinite_count) == 0
     np.testing.assert_array_equal(np.asarray(out.weight)[:, 5], 0.0)
 
@@ -172,7 +175,7 @@ def test_dead_columns_are_zeroed_and_counted():
 def test_non_psd_hessian_raises_with_the_remedy():
     h = np.diag([1.0, 1.0, -5.0, 1.0])
     with pytest.raises(ValueError, match="h is not positive definite after damping"):
-        gptq(np.ones((2, 4), np.float32), h, bits=3)
+        gptq(np.ones((2, 4), np.float32), h, Quantizer(bits=3))
 
 
 def test_orders():

@@ -11,7 +11,7 @@ import pytest
 from flax import nnx
 
 from jaxlab.nn import GPTConfig, SimpleGPT, language_model_loss
-from jaxlab.quant import QuantizedWeight, hessian_from_inputs, quantize_model, rtn
+from jaxlab.quant import QuantizedWeight, Quantizer, hessian_from_inputs, quantize_model, rtn
 
 # Every linear map 32 x 32 (d_ff = 32): one compiled quantizer serves all layers.
 CONFIG = GPTConfig(
@@ -27,7 +27,7 @@ def _run():
 
     def method(name, w, h):
         seen[name] = (w.copy(), h.copy())
-        return rtn(w, bits=3)
+        return rtn(w, quantizer=Quantizer(bits=3))
 
     loss = lambda m: float(language_model_loss(m, TOKENS, TOKENS))
     before = {k: np.asarray(v) for k, v in nnx.to_flat_state(nnx.state(model, nnx.Param))}
@@ -82,7 +82,7 @@ def test_a_method_that_returns_the_wrong_thing_is_rejected():
     model = _run()[0]
     with pytest.raises(TypeError, match="method must return a QuantizedWeight"):
         quantize_model(model, TOKENS, lambda name, w, h: w)
-    bad = lambda name, w, h: QuantizedWeight(*rtn(w[:, :4], bits=3))
+    bad = lambda name, w, h: QuantizedWeight(*rtn(w[:, :4], quantizer=Quantizer(bits=3)))
     with pytest.raises(ValueError, match="method returned weights of shape"):
         quantize_model(model, TOKENS, bad)
 
@@ -93,7 +93,7 @@ def test_a_method_that_returns_nan_weights_is_stopped_before_writing():
 
     def method(name, w, h):
         calls.append(name)
-        out = rtn(w, bits=3)
+        out = rtn(w, quantizer=Quantizer(bits=3))
         if len(calls) == 2:  # the second layer diverges
             return out._replace(weight=out.weight.at[1, 2].set(jnp.nan))
         return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import jax
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from jaxlab.quant import (
+    Quantizer,
     correlated_layer,
     gptq,
     layer_output_error,
@@ -34,11 +36,9 @@ LAYER = correlated_layer(jax.random.key(7), rows=8, cols=16, num_tokens=64, rank
 def _check3_kwargs(**extra):
     inst = reference_instance(3)
     kwargs = dict(
-        bits=2,
-        group_size=None,
+        quantizer=Quantizer(bits=2, damp=0.0, grid="search"),
         cluster_size=3,
         order="none",
-        damp=0.0,
         params=(inst.scale, inst.zero),
     )
     kwargs.update(extra)
@@ -57,8 +57,8 @@ def test_note_check_3_chain_from_the_independent_reference():
     assert values["local"] == pytest.approx(inst.values["local"], abs=1e-6)
     w = inst.weight.astype(np.float32)
     params = (inst.scale, inst.zero)
-    g = float(gptq(w, inst.hessian, bits=2, damp=0.0, params=params).info.layer_error)
-    r = float(rtn(w, inst.hessian, bits=2, params=params).info.layer_error)
+    g = float(gptq(w, inst.hessian, Quantizer(bits=2, damp=0.0), params=params).info.layer_error)
+    r = float(rtn(w, inst.hessian, Quantizer(bits=2), params=params).info.layer_error)
     assert values["global"] < values["local"] < g < r
 
 
@@ -85,7 +85,7 @@ def test_cluster_rounding_without_learning_matches_the_reference():
 @pytest.mark.parametrize("order", ["none", "act"])
 def test_cluster_one_without_learning_is_gptq(order):
     params = (np.full(8, 0.4), np.full(8, 3.0))
-    common = dict(bits=3, group_size=None, order=order, params=params)
+    common = dict(quantizer=Quantizer(bits=3), order=order, params=params)
     out = stla(LAYER.weight, LAYER.hessian, cluster_size=1, learn_rounding=False, **common)
     expected = gptq(LAYER.weight, LAYER.hessian, **common)
     np.testing.assert_array_equal(out.codes, expected.codes)
@@ -95,7 +95,7 @@ def test_cluster_one_without_learning_is_gptq(order):
 @pytest.mark.parametrize("grid", ["search", "minmax"])
 @pytest.mark.parametrize(("group", "order"), [(4, "none"), (8, "act"), (None, "none")])
 def test_cluster_one_without_learning_is_gptq_on_the_same_grid_rule(group, order, grid):
-    common = dict(bits=3, group_size=group, order=order, grid=grid)
+    common = dict(quantizer=Quantizer(bits=3, group_size=group, grid=grid), order=order)
     out = stla(LAYER.weight, LAYER.hessian, cluster_size=1, learn_rounding=False, **common)
     # Lazy blocks of one column apply each column's compensation as STLA does, in the same
     # floating-point operations: codes and grid agree bit for bit.
@@ -109,7 +109,8 @@ def test_cluster_one_without_learning_is_gptq_on_the_same_grid_rule(group, order
     np.testing.assert_array_equal(out.zero, lazy.zero)
     np.testing.assert_allclose(out.scale, lazy.scale, rtol=1e-6)
     if grid == "search":  # and the searched grid is not the min-max one
-        minmax = gptq(LAYER.weight, LAYER.hessian, **{**common, "grid": "minmax"})
+        on_minmax = dataclasses.replace(common["quantizer"], grid="minmax")
+        minmax = gptq(LAYER.weight, LAYER.hessian, **{**common, "quantizer": on_minmax})
         assert not np.array_equal(out.scale, minmax.scale)
 
 
@@ -119,7 +120,7 @@ def test_the_default_rounding_budget_ends_hard_on_the_correlated_layer():
     w, h = np.asarray(p.weight), np.asarray(p.hessian, np.float64)
     _, h_damped = prepare_hessian(w, h)
     params = search_quant_params(w, h_damped, bits=3)
-    kwargs = dict(bits=3, group_size=None, cluster_size=16, params=params)
+    kwargs = dict(quantizer=Quantizer(bits=3, grid="search"), cluster_size=16, params=params)
     defaults = inspect.signature(stla).parameters
     lr, iters = defaults["learning_rate"].default, defaults["num_iters"].default
     # The summed step of the cosine schedule (to 0.3 lr) covers the distance ln 11 a logit
@@ -133,7 +134,8 @@ def test_the_default_rounding_budget_ends_hard_on_the_correlated_layer():
 
 @pytest.mark.parametrize("loss", ["global", "local"])
 def test_stla_on_a_correlated_layer(loss):
-    out = stla(LAYER.weight, LAYER.hessian, bits=3, group_size=8, cluster_size=4, loss=loss)
+    searched = Quantizer(bits=3, group_size=8, grid="search")
+    out = stla(LAYER.weight, LAYER.hessian, searched, cluster_size=4, loss=loss)
     assert int(out.info.nonfinite_count) == 0
     # Results lie on the grid of their group, codes in range.
     assert int(out.codes.max()) <= 7
@@ -147,7 +149,7 @@ def test_stla_on_a_correlated_layer(loss):
         assert float(np.sum(out.info.column_losses)) == pytest.approx(damped, rel=1e-3)
     # Better than RTN on the same kind of grid.
     assert float(out.info.relative_error) < float(
-        rtn(LAYER.weight, LAYER.hessian, bits=3, group_size=8).info.relative_error
+        rtn(LAYER.weight, LAYER.hessian, Quantizer(bits=3, group_size=8)).info.relative_error
     )
     # The warm-up diagnostics are reported per cluster.
     assert out.info.warmup_recon.shape == (4,) and np.all(np.isfinite(out.info.warmup_reg))
@@ -158,8 +160,7 @@ def test_group_parameters_come_from_the_grid_search_on_compensated_weights():
     out = stla(
         LAYER.weight,
         LAYER.hessian,
-        bits=3,
-        group_size=8,
+        Quantizer(bits=3, group_size=8, grid="search"),
         cluster_size=4,
         loss="local",
         learn_rounding=False,
@@ -176,11 +177,13 @@ def test_group_parameters_come_from_the_grid_search_on_compensated_weights():
 
 def test_padding_when_the_cluster_does_not_divide_the_width():
     w, h = LAYER.weight[:, :12], LAYER.hessian[:12, :12]
-    out = stla(w, h, bits=3, group_size=None, cluster_size=8, learn_rounding=False, order="none")
+    quantizer = Quantizer(bits=3, grid="search")
+    out = stla(w, h, quantizer, cluster_size=8, learn_rounding=False, order="none")
     assert out.weight.shape == (8, 12) and int(out.info.nonfinite_count) == 0
     assert out.info.column_losses.shape == (2,)
 
 
 def test_group_and_cluster_must_nest():
     with pytest.raises(ValueError, match="group_size=6 must be a multiple or a divisor"):
-        stla(LAYER.weight[:, :12], LAYER.hessian[:12, :12], group_size=6, cluster_size=4)
+        quantizer = Quantizer(bits=3, group_size=6, grid="search")
+        stla(LAYER.weight[:, :12], LAYER.hessian[:12, :12], quantizer, cluster_size=4)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from jaxlab.quant import (
+    Quantizer,
     correlated_layer,
     dequantize,
     minmax_params,
@@ -90,7 +91,7 @@ def test_grid_search_is_never_worse_than_minmax():
 
 
 def test_rtn_groups_use_their_own_ranges():
-    out = rtn(W, bits=3, group_size=4)
+    out = rtn(W, quantizer=Quantizer(bits=3, group_size=4))
     assert out.scale.shape == (8, 4)
     for g in range(4):
         block = W[:, 4 * g : 4 * g + 4]
@@ -149,7 +150,7 @@ def test_under_jit_the_weights_without_a_code_are_counted():
 def test_rtn_searched_grid_is_the_grid_search_on_each_hessian_block(group):
     p = correlated_layer(jax.random.key(5), rows=6, cols=12, num_tokens=48, rank=3)
     w = np.asarray(p.weight)
-    out = rtn(w, p.hessian, bits=3, group_size=group, grid="search")
+    out = rtn(w, p.hessian, Quantizer(bits=3, group_size=group, grid="search"))
     _, h_damped = prepare_hessian(w, p.hessian)
     g = group or 12
     for k in range(12 // g):

@@ -307,12 +307,15 @@ def test_token_and_sequence_aggregation_match_hand_values():
 
 
 def test_grpo_takes_the_aggregation_and_returns_a_policy_optimizer():
-    from jaxlab.rl import PolicyOptimizer
+    from jaxlab.rl import BlackBoxOptimizer, OptimizationAlgorithm, PolicyOptimizer
 
     policy = TabularPolicy(2, 3)
     reward = lambda k, t, p: t[..., 0].astype(jnp.float32)  # noqa: E731
     opt = grpo(policy.sample, policy.log_prob, reward, optax.sgd(0.1), aggregation="sequence")
-    assert isinstance(opt, PolicyOptimizer) and opt._fields == ("init", "step")
+    # One optimizer type for jaxlab.rl (issue 43); the old names are aliases of it.
+    assert PolicyOptimizer is BlackBoxOptimizer is OptimizationAlgorithm
+    assert type(opt) is OptimizationAlgorithm and opt._fields == ("init", "step")
+    assert opt.initial_evaluations is None and opt.evaluations_per_step is None
     token = grpo(policy.sample, policy.log_prob, reward, optax.sgd(0.1))
     key, prompts = jax.random.key(3), jnp.arange(2)
     a, _ = opt.step(key, opt.init(policy.init()), prompts)

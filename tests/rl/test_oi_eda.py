@@ -245,6 +245,27 @@ def test_genetic_algorithm_keeps_its_elite_and_counts_evaluations():
     assert int(state.evaluations) == lam + 5 * (lam - 1)
 
 
+@pytest.mark.parametrize(
+    "factory",
+    [
+        lambda: R.umda(R.onemax, 6, population=8, num_selected=4),
+        lambda: R.pbil(R.onemax, 6, population=8),
+        lambda: R.one_plus_one_ea(R.onemax, 6),
+        lambda: R.genetic_algorithm(R.onemax, 6, population=8),
+        lambda: R.oi_eda(R.onemax, 6, population=4),
+    ],
+)
+def test_the_recorded_evaluation_counts_are_what_init_and_step_spend(factory):
+    algorithm = factory()
+    assert type(algorithm) is R.OptimizationAlgorithm and algorithm._fields == ("init", "step")
+    init, step = algorithm  # the same (init, step) unpacking as grpo's
+    state = init(jax.random.key(0))
+    assert int(state.evaluations) == algorithm.initial_evaluations
+    state, info = step(jax.random.key(1), state)
+    spent = int(state.evaluations) - algorithm.initial_evaluations
+    assert spent == algorithm.evaluations_per_step == info.points.shape[0]
+
+
 # --------------------------------------------------------------------------------------------
 # The EDA.
 
