@@ -613,22 +613,3 @@ def run(config: MMFLDConfig, rng_key: jax.Array, progress: Progress) -> Result:
         parts=[part_a, part_b, part_c, part_d, part_e, part_f],
         figures=_figures(network, chaos, checks),
     )
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-_parts.declare_parts(
-    "mmfld",
-    lambda config: _parts.whole_run_parts(
-        config,
-        quick_cpu_s=374.0,
-        source="README: 374 CPU-seconds",
-        work=lambda c: (
-            c.chaos_seeds * sum(c.chaos_sizes) * c.chaos_particles_per_size * c.chaos_steps
-        ),
-        work_text="chaos seeds x particles x steps, the dominant term",
-        kind="small",
-        device_measured_s=94.0,
-    ),
-)

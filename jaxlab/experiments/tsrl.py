@@ -836,23 +836,3 @@ def run(config: TSRLConfig, rng_key: jax.Array, progress: Progress) -> Result:
         "config": dataclasses.asdict(config),
     }
     return Result(metrics=metrics, parts=parts, figures=_figure(config, tab, seq), reason=reason)
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-_parts.declare_parts(
-    "tsrl",
-    lambda config: _parts.whole_run_parts(
-        config,
-        quick_cpu_s=_parts.QUICK_BUDGET_S,
-        source="not in the README: the issues' quick budget",
-        work=lambda c: (
-            c.seeds * c.num_prompts * c.num_candidates * c.steps * len(c.anchors) * len(c.flips)
-            + c.seq_seeds * c.seq_steps * c.seq_vocab**c.seq_length
-        ),
-        work_text="tabular seeds x prompts x candidates x steps x anchors x flips, plus the "
-        "sequence policy's seeds x steps x sequences",
-        kind="small",
-    ),
-)

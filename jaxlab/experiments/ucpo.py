@@ -692,21 +692,3 @@ def run(config: UCPOConfig, rng_key: jax.Array, progress: Progress) -> Result:
         "config": dataclasses.asdict(config),
     }
     return Result(metrics=metrics, parts=parts, figures=_figure(config, runs, comps), reason=reason)
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _run_parts  # noqa: E402 (added at the end: issue 45)
-
-_run_parts.declare_parts(
-    "ucpo",
-    lambda config: _run_parts.whole_run_parts(
-        config,
-        quick_cpu_s=44.0,
-        source="README: 44 s of CPU",
-        work=lambda c: (
-            c.seeds * c.steps * (c.num_prompts + c.held_out_num_prompts) * (5 if c.ablations else 1)
-        ),
-        work_text="seeds x steps x prompts of both bandits x (1 + four ablation arms)",
-        kind="small",
-    ),
-)

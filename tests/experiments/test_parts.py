@@ -137,9 +137,30 @@ def test_a_part_runs_under_the_watchdog_and_declarations_travel_to_the_child(
     )
     assert record["status"] == "done" and record["units"] == ['{"seed": 1}']
     assert record["cpu_time_s"] > 0  # the child's own process time
-    # A lambda declaration (not picklable) is found again through the experiment's module.
+    # The table's declarations travel to a child by name.
     fab = registry.get("fab-hyperparameter")
     assert pickle.loads(pickle.dumps(fab)).full_parts() == fab.full_parts()
+
+
+def test_the_table_declares_every_experiment_and_binds_its_units_in_any_process():
+    from jaxlab.experiments import _parts_table, hom_pgd
+
+    assert sorted(_parts_table.TABLE) == registry.names()
+    assert hom_pgd._run_size.__wrapped_unit__ is not None
+    # A fresh process (a spawned child) has the module's own functions until the parts are read.
+    bound = {
+        u.attribute: getattr(hom_pgd, u.attribute) for u in _parts_table.TABLE["hom-pgd"].units
+    }
+    try:
+        for attribute, fn in bound.items():
+            setattr(hom_pgd, attribute, fn.__wrapped_unit__)
+        declared = pickle.loads(pickle.dumps(registry.get("hom-pgd").parts_fn))
+        assert declared == _parts_table.Declared("hom-pgd")
+        assert [p.name for p in declared(hom_pgd.HomPGDConfig.full())][:2] == ["star", "qcqp"]
+        assert all(hasattr(getattr(hom_pgd, a), "__wrapped_unit__") for a in bound)
+    finally:
+        for attribute, fn in bound.items():
+            setattr(hom_pgd, attribute, fn)
 
 
 def test_report_names_the_missing_parts(parts_experiment, tmp_path):
