@@ -56,6 +56,7 @@ from jaxlab.particles._problems import (
     simplex_linear_potential_mean,
     teacher_network_data,
 )
+from jaxlab.particles._run import run_sampler
 
 __all__ = [
     # mirror maps
@@ -72,6 +73,7 @@ __all__ = [
     "mfld",
     "mmfld",
     "nearest_neighbour_entropy",
+    "run_sampler",
     "particle_noise",
     "particle_uniform",
     "shard_step",
