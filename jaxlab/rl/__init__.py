@@ -35,6 +35,13 @@
   :func:`ternary_bandit`, :func:`ternary_labels`, :func:`expected_answer_metrics`.
 """
 
+from jaxlab.rl._bandit_runs import (
+    TERNARY_ADVANTAGE_KINDS,
+    UCPO_REFERENCE_TABLE,
+    seed_answer_metrics,
+    ternary_bandit_program,
+    ucpo_reference_checks,
+)
 from jaxlab.rl._black_box import (
     BlackBoxInfo,
     BlackBoxOptimizer,
@@ -93,6 +100,22 @@ from jaxlab.rl._problems import (
     ternary_bandit,
     ternary_labels,
     tournament_bandit,
+)
+from jaxlab.rl._tournament_runs import (
+    JUDGED_REWARD_KINDS,
+    JUDGED_REWARD_RANGE,
+    TSRL_REFERENCE,
+    autoregressive_policy_batch,
+    bracket_learning_rate,
+    hidden_quality_sequence_arms,
+    hidden_quality_sequence_program,
+    judge_calls_per_step,
+    judged_group_reward,
+    tournament_bandit_arms,
+    tournament_bandit_program,
+    tournament_toy_arms,
+    tsrl_reference_checks,
+    tsrl_reference_errors,
 )
 from jaxlab.rl._tsrl import (
     JudgeInfo,
@@ -190,4 +213,24 @@ __all__ = [
     "onemax",
     "random_maxcut",
     "random_qubo",
+    # training programs on the known-answer bandits (the experiments' arms as one program)
+    "TERNARY_ADVANTAGE_KINDS",
+    "UCPO_REFERENCE_TABLE",
+    "seed_answer_metrics",
+    "ternary_bandit_program",
+    "ucpo_reference_checks",
+    "JUDGED_REWARD_KINDS",
+    "JUDGED_REWARD_RANGE",
+    "TSRL_REFERENCE",
+    "autoregressive_policy_batch",
+    "bracket_learning_rate",
+    "hidden_quality_sequence_arms",
+    "hidden_quality_sequence_program",
+    "judge_calls_per_step",
+    "judged_group_reward",
+    "tournament_bandit_arms",
+    "tournament_bandit_program",
+    "tournament_toy_arms",
+    "tsrl_reference_checks",
+    "tsrl_reference_errors",
 ]
