@@ -33,6 +33,13 @@
 * Problems with known answers: :class:`TabularPolicy`, :func:`tournament_bandit`,
   :func:`hidden_quality_sequences`, :func:`normalized_quality`, :func:`hidden_quality_win_rate`,
   :func:`ternary_bandit`, :func:`ternary_labels`, :func:`expected_answer_metrics`.
+* Training programs of the TSRL and UCPO studies, each one compiled program over its arms:
+  :func:`tournament_bandit_program` / :func:`tournament_bandit_arms` (the note's arms,
+  :func:`tournament_toy_arms`), :func:`hidden_quality_sequence_program` /
+  :func:`hidden_quality_sequence_arms` (each arm at its own bracketed lr,
+  :func:`bracket_learning_rate`), :func:`judged_group_reward`, :func:`judge_calls_per_step`,
+  :func:`ternary_bandit_program`, :func:`seed_answer_metrics`, and the notes' reference checks
+  (:func:`tsrl_reference_checks`, :func:`ucpo_reference_checks`).
 """
 
 from jaxlab.rl._bandit_runs import (
