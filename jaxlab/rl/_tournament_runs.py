@@ -380,24 +380,7 @@ TSRL_REFERENCE = {
 
 
 @jax.jit
-def tsrl_reference_errors(keys: jax.Array) -> tuple[dict[str, jax.Array], jax.Array]:
-    """The TSRL note's checks 1-4 against :data:`TSRL_REFERENCE`, in one program.
-
-    1. the expected win rate, clean and flipped at ε = 0.2, and ½ on a tie; 2. the win rate's
-    variance over ``keys`` (one draw each) at p = ½ for each K of ``TSRL_REFERENCE["variance"]``
-    (returned, compared by the caller); 3. GRPO advantages invariant to the flip's affine map
-    ``ε + (1 - 2ε) r``; 4. a deterministic judge gives the fraction of anchors of lower quality
-    plus ½ per tie.
-
-    Returns:
-      ``(absolute errors by check, the variances in the order of TSRL_REFERENCE["variance"])``.
-
-    Examples:
-      >>> import jax
-      >>> errors, variance = tsrl_reference_errors(jax.random.split(jax.random.key(1), 2000))
-      >>> max(float(e) for e in errors.values()) < 1e-5, variance.shape
-      (True, (3,))
-    """
+def _reference_errors(keys):
     ident = lambda q, x: x  # noqa: E731
     judge = lambda eps, beta=0.5, tau=0.5: synthetic_pairwise_judge(  # noqa: E731
         ident, temperature=tau, position_bias=beta, flip_prob=eps
@@ -430,6 +413,27 @@ def tsrl_reference_errors(keys: jax.Array) -> tuple[dict[str, jax.Array], jax.Ar
         "deterministic": jnp.max(jnp.abs(det - jnp.array([0.5, 1.0, 0.0]))),
     }
     return errors, variance
+
+
+def tsrl_reference_errors(keys: jax.Array) -> tuple[dict[str, jax.Array], jax.Array]:
+    """The TSRL note's checks 1-4 against :data:`TSRL_REFERENCE`, in one program.
+
+    1. the expected win rate, clean and flipped at ε = 0.2, and ½ on a tie; 2. the win rate's
+    variance over ``keys`` (one draw each) at p = ½ for each K of ``TSRL_REFERENCE["variance"]``
+    (returned, compared by the caller); 3. GRPO advantages invariant to the flip's affine map
+    ``ε + (1 - 2ε) r``; 4. a deterministic judge gives the fraction of anchors of lower quality
+    plus ½ per tie.
+
+    Returns:
+      ``(absolute errors by check, the variances in the order of TSRL_REFERENCE["variance"])``.
+
+    Examples:
+      >>> import jax
+      >>> errors, variance = tsrl_reference_errors(jax.random.split(jax.random.key(1), 2000))
+      >>> max(float(e) for e in errors.values()) < 1e-5, variance.shape
+      (True, (3,))
+    """
+    return _reference_errors(keys)
 
 
 # Each reward kind's range (the standardised variance divides by its square): rubric scores live
