@@ -193,21 +193,6 @@ def _rambo(config) -> list[RunPart]:
     )
 
 
-def _tsrl(config) -> list[RunPart]:
-    return _parts.whole_run_parts(
-        config,
-        quick_cpu_s=QUICK_BUDGET_S,
-        source="not in the README: the issues' quick budget",
-        work=lambda c: (
-            c.seeds * c.num_prompts * c.num_candidates * c.steps * len(c.anchors) * len(c.flips)
-            + c.seq_seeds * c.seq_steps * c.seq_vocab**c.seq_length
-        ),
-        work_text="tabular seeds x prompts x candidates x steps x anchors x flips, plus the "
-        "sequence policy's seeds x steps x sequences",
-        kind="small",
-    )
-
-
 def _ucpo(config) -> list[RunPart]:
     return _parts.whole_run_parts(
         config,
@@ -628,6 +613,102 @@ def _stochastic_vi_bilinear(config, dim, noise, *args, **kwargs):
     return {"dim": int(dim), "noise": float(noise)}
 
 
+# tsrl's quick sections on the shared 2-core CPU (seconds; the quick run's result.json at
+# TSRL_QUICK_COMMIT): the reference checks, the tabular toy, and each sequence arm (its lr bracket
+# on the tuning seeds and its held-out run), with how many runs that arm made.
+_TSRL_QUICK_REFERENCE_S = 0.0
+_TSRL_QUICK_TABULAR_S = 0.0
+_TSRL_QUICK_ARM_S = {}  # arm name -> (seconds, runs)
+
+
+def _tsrl_tabular_work(c) -> float:
+    """Seeds x arms x steps x (the rewards' judge calls, B G (1 + K_max), + the quality, P M)."""
+    arms = 3 + len(c.anchors) + 2 * len(c.flips)
+    per_step = (
+        c.batch_prompts * c.group_size * (1 + max(c.anchors)) + c.num_prompts * c.num_candidates
+    )
+    return c.seeds * arms * c.steps * per_step
+
+
+def _tsrl_run_work(c, steps: int) -> float:
+    """One sequence run (every seed): samples x policy weights, training and evaluation."""
+    sizes = [c.seq_length * (c.seq_vocab + 1) + 8, *c.seq_hidden, c.seq_length * c.seq_vocab]
+    weights = sum(a * b for a, b in zip(sizes[:-1], sizes[1:], strict=False))
+    samples = steps * c.seq_batch_prompts * c.group_size + c.seq_prompts * c.seq_eval_samples
+    return c.seq_seeds * samples * c.seq_length * weights
+
+
+def _tsrl(config) -> list[RunPart]:
+    """The reference checks, the tabular toy, then one part per sequence arm.
+
+    Each is quick's measured section scaled by the ratio of its work (``_tsrl_tabular_work``,
+    ``_tsrl_run_work`` x runs: the arm's lr grid with every extension, and its held-out run).
+    """
+    quick = type(config).quick()
+    how = "quick's measured section (TSRL_QUICK_COMMIT) x work ratio ({}); DEVICE_SPEEDUP['small']"
+    tab = _TSRL_QUICK_TABULAR_S * _tsrl_tabular_work(config) / _tsrl_tabular_work(quick)
+    out = [
+        RunPart(
+            "reference",
+            "the note's reference checks (the same draws at every profile)",
+            {"tsrl": ("reference",)},
+            cpu_s=_TSRL_QUICK_REFERENCE_S,
+            device_s=device_seconds(_TSRL_QUICK_REFERENCE_S, "small"),
+            estimate=how.format("the same work"),
+        ),
+        RunPart(
+            "tabular",
+            f"the tabular toy: every arm, {config.seeds} seeds",
+            {"tsrl": ("tabular",)},
+            cpu_s=tab,
+            device_s=device_seconds(tab, "small"),
+            estimate=how.format("seeds x arms x steps x (B G (1 + K) + P M)"),
+        ),
+    ]
+    # Judge calls per step (closed form, checked in tests/rl): single 2 B G, TSRL 2 B G K.
+    equal_steps = config.seq_steps * config.seq_anchors
+    runs = len(config.seq_lrs) + config.seq_max_extensions + 1
+    arms = {
+        "pointwise": config.seq_steps,
+        "single": config.seq_steps,
+        f"tsrl_k{config.seq_anchors}": config.seq_steps,
+        "single_equal_calls": equal_steps,
+    }
+    quick_equal = quick.seq_steps * quick.seq_anchors
+    for name, steps in arms.items():
+        quick_s, quick_runs = _TSRL_QUICK_ARM_S[name]  # quick and full: the same K, same names
+        quick_steps = quick_equal if name == "single_equal_calls" else quick.seq_steps
+        ratio = (
+            runs * _tsrl_run_work(config, steps) / (quick_runs * _tsrl_run_work(quick, quick_steps))
+        )
+        cpu = quick_s * ratio
+        out.append(
+            RunPart(
+                f"sequence-{name.replace('_', '-')}",
+                f"the sequence policy's arm {name}: its lr bracket ({config.seq_seeds} tuning "
+                f"seeds) and its held-out run ({steps} steps)",
+                {"sequence": (name,)},
+                cpu_s=cpu,
+                device_s=device_seconds(cpu, "small"),
+                estimate=how.format(f"seeds x runs (at most {runs}) x samples x policy weights"),
+            )
+        )
+    return out
+
+
+def _tsrl_section(*args, **kwargs):
+    return {"tsrl": "tabular"}
+
+
+def _tsrl_reference(*args, **kwargs):
+    return {"tsrl": "reference"}
+
+
+def _tsrl_sequence(rng_key, arms, *args, **kwargs):
+    (name,) = arms
+    return {"sequence": name}
+
+
 def _hom_pgd_star(*args, **kwargs):
     return {"star": "all"}
 
@@ -685,7 +766,15 @@ TABLE: dict[str, Entry] = {
             Unit("_bilinear", _stochastic_vi_bilinear),
         ),
     ),
-    "tsrl": Entry(_tsrl),
+    # The reference checks, the tabular toy, each sequence arm.
+    "tsrl": Entry(
+        _tsrl,
+        (
+            Unit("tsrl_reference_checks", _tsrl_reference),
+            Unit("_run_tabular", _tsrl_section),
+            Unit("hidden_quality_sequence_arms", _tsrl_sequence),
+        ),
+    ),
     "ucpo": Entry(_ucpo),
 }
 

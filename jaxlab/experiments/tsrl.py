@@ -256,25 +256,25 @@ def _run_sequence(config: TSRLConfig, rng_key, progress: Progress) -> dict:
     )
     arms = _sequence_arms(config, calls)
     start = time.perf_counter()
-    results = hidden_quality_sequence_arms(
-        rng_key,
-        arms,
-        seeds=config.seq_seeds,
-        lr_grid=config.seq_lrs,
-        lr_factor=config.seq_lr_factor,
-        max_extensions=config.seq_max_extensions,
-        hidden=config.seq_hidden,
-        track=lambda names: progress.track(names, description="sequence policy: lr grids"),
-        temperature=config.temperature,
-        position_bias=config.position_bias,
-        eval_samples=config.seq_eval_samples,
-        kinds=_SEQUENCE_KINDS,
-        **sizes,
-    )
-    for arm in results.values():
-        arm.update(
-            judge_calls_per_step=calls[arm["kind"]], judge_calls=calls[arm["kind"]] * arm["steps"]
+    # One call per arm, each a unit of the full profile's parts (same keys: the seeds stay paired).
+    per_arm = {}
+    for name in progress.track(list(arms), description="sequence policy: lr grids"):
+        per_arm[name] = hidden_quality_sequence_arms(
+            rng_key,
+            {name: arms[name]},
+            seeds=config.seq_seeds,
+            lr_grid=config.seq_lrs,
+            lr_factor=config.seq_lr_factor,
+            max_extensions=config.seq_max_extensions,
+            hidden=config.seq_hidden,
+            judge_calls=calls,
+            temperature=config.temperature,
+            position_bias=config.position_bias,
+            eval_samples=config.seq_eval_samples,
+            kinds=_SEQUENCE_KINDS,
+            **sizes,
         )
+    results = {name: out[name] for name, out in per_arm.items()}
     tsrl = f"tsrl_k{config.seq_anchors}"
     differences = {}
     for other in ("single", "pointwise", EQUAL_CALLS_ARM):

@@ -11,6 +11,7 @@ compile. :func:`tsrl_reference_errors` holds the note's closed-form checks.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import jax
@@ -594,6 +595,7 @@ def hidden_quality_sequence_arms(
     max_extensions: int,
     hidden: Sequence[int],
     track: Callable = lambda names: names,
+    judge_calls: dict[str, int] | None = None,
     **sizes,
 ) -> dict[str, dict]:
     """Each arm of TSRL's sequence study at its own best Adam lr, decided on held-out seeds.
@@ -612,11 +614,14 @@ def hidden_quality_sequence_arms(
       lr_grid, lr_factor, max_extensions: the bracket's.
       hidden: the policy's hidden widths.
       track: wraps the arms' names (a progress bar).
+      judge_calls: kind -> judge calls per step (:func:`judge_calls_per_step`), recorded per
+        arm with the run's total.
       **sizes: :func:`hidden_quality_sequence_program`'s keyword arguments.
 
     Returns:
-      ``name -> {kind, steps, grid, best_lr, bracketed, extensions, held_out}``, each run
-      ``{quality, win_rate, skipped, flat_groups}`` per seed.
+      ``name -> {kind, steps, grid, best_lr, bracketed, extensions, held_out, seconds}`` (and
+      ``judge_calls_per_step``, ``judge_calls`` with ``judge_calls``), each run ``{quality,
+      win_rate, skipped, flat_groups}`` per seed; ``seconds`` is the arm's wall time.
 
     Examples:
       >>> import jax
@@ -655,6 +660,7 @@ def hidden_quality_sequence_arms(
 
     results = {}
     for name in track(list(arms)):
+        begin = time.perf_counter()
         kind, steps = arms[name]
         tuned = bracket_learning_rate(
             lambda lr, kind=kind, steps=steps: run(kind, steps, lr, "tune"),
@@ -664,6 +670,10 @@ def hidden_quality_sequence_arms(
         )
         held_out = run(kind, steps, tuned["best_lr"], "eval")
         results[name] = {"kind": kind, "steps": steps, **tuned, "held_out": held_out}
+        if judge_calls is not None:
+            results[name]["judge_calls_per_step"] = judge_calls[kind]
+            results[name]["judge_calls"] = judge_calls[kind] * steps
+        results[name]["seconds"] = time.perf_counter() - begin
     return results
 
 
