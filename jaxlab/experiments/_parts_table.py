@@ -616,9 +616,14 @@ def _stochastic_vi_bilinear(config, dim, noise, *args, **kwargs):
 # tsrl's quick sections on the shared 2-core CPU (seconds; the quick run's result.json at
 # TSRL_QUICK_COMMIT): the reference checks, the tabular toy, and each sequence arm (its lr bracket
 # on the tuning seeds and its held-out run), with how many runs that arm made.
-_TSRL_QUICK_REFERENCE_S = 0.0
-_TSRL_QUICK_TABULAR_S = 0.0
-_TSRL_QUICK_ARM_S = {}  # arm name -> (seconds, runs)
+_TSRL_QUICK_REFERENCE_S = 10.0
+_TSRL_QUICK_TABULAR_S = 50.0
+_TSRL_QUICK_ARM_S = {  # arm name -> (seconds, runs)
+    "pointwise": (15.0, 4),
+    "single": (15.0, 4),
+    "tsrl_k8": (25.0, 4),
+    "single_equal_calls": (50.0, 4),
+}
 
 
 def _tsrl_tabular_work(c) -> float:
