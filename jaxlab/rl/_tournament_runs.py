@@ -106,7 +106,6 @@ def judged_group_reward(
         quality_fn, temperature=temperature, position_bias=position_bias, flip_prob=flip_prob
     )
     rubric = synthetic_rubric_judge(quality_fn, offset_fn)
-    mask = jnp.ones(anchors.shape[1]) if anchor_mask is None else anchor_mask
 
     def one(key, responses, prompt):
         k1, k2, k3, k4 = jax.random.split(key, 4)
@@ -115,7 +114,7 @@ def judged_group_reward(
             "single": lambda: single_pairwise_reward(k2, judge, responses, prompt)[0],
             "round_robin": lambda: round_robin_reward(k3, judge, responses, prompt)[0],
             "tsrl": lambda: win_rate_reward(
-                k4, judge, responses, anchors[prompt], prompt, anchor_mask=mask
+                k4, judge, responses, anchors[prompt], prompt, anchor_mask=anchor_mask
             )[0],
         }
         return jax.lax.switch(kind, [options[name] for name in kinds])

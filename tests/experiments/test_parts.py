@@ -345,7 +345,7 @@ def _one_piece_and_merged(name: str, profile: str = "smoke"):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["stochastic-vi"])
+@pytest.mark.parametrize("name", ["stochastic-vi", "tsrl"])
 def test_parts_of_a_real_experiment_merge_to_its_one_piece_run(name):
     declared, one_piece, merged = _one_piece_and_merged(name)
     assert len(declared) > 1
