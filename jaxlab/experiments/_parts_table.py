@@ -618,10 +618,10 @@ def _stochastic_vi_bilinear(config, dim, noise, *args, **kwargs):
 # on the tuning seeds and its held-out run), with how many runs that arm made.
 _TSRL_QUICK_REFERENCE_S = 10.0
 _TSRL_QUICK_TABULAR_S = 50.0
-_TSRL_QUICK_ARM_S = {  # arm name -> (seconds, runs)
+_TSRL_QUICK_ARM_S = {  # the arm's reward (TSRL at quick's K) -> (seconds, runs)
     "pointwise": (15.0, 4),
     "single": (15.0, 4),
-    "tsrl_k8": (25.0, 4),
+    "tsrl": (25.0, 4),
     "single_equal_calls": (50.0, 4),
 }
 
@@ -674,15 +674,15 @@ def _tsrl(config) -> list[RunPart]:
     equal_steps = config.seq_steps * config.seq_anchors
     runs = len(config.seq_lrs) + config.seq_max_extensions + 1
     arms = {
-        "pointwise": config.seq_steps,
-        "single": config.seq_steps,
-        f"tsrl_k{config.seq_anchors}": config.seq_steps,
-        "single_equal_calls": equal_steps,
+        "pointwise": ("pointwise", config.seq_steps),
+        "single": ("single", config.seq_steps),
+        f"tsrl_k{config.seq_anchors}": ("tsrl", config.seq_steps),
+        "single_equal_calls": ("single_equal_calls", equal_steps),
     }
     quick_equal = quick.seq_steps * quick.seq_anchors
-    for name, steps in arms.items():
-        quick_s, quick_runs = _TSRL_QUICK_ARM_S[name]  # quick and full: the same K, same names
-        quick_steps = quick_equal if name == "single_equal_calls" else quick.seq_steps
+    for name, (role, steps) in arms.items():
+        quick_s, quick_runs = _TSRL_QUICK_ARM_S[role]
+        quick_steps = quick_equal if role == "single_equal_calls" else quick.seq_steps
         ratio = (
             runs * _tsrl_run_work(config, steps) / (quick_runs * _tsrl_run_work(quick, quick_steps))
         )

@@ -311,7 +311,7 @@ def _without_timings(value):
         return {
             k: _without_timings(v)
             for k, v in value.items()
-            if not any(t in k for t in _TIMING_KEYS)
+            if not (isinstance(k, str) and any(t in k for t in _TIMING_KEYS))
         }
     if isinstance(value, list | tuple):
         return [_without_timings(v) for v in value]
