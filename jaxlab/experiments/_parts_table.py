@@ -709,8 +709,7 @@ def _tsrl_reference(*args, **kwargs):
     return {"tsrl": "reference"}
 
 
-def _tsrl_sequence(rng_key, arms, *args, **kwargs):
-    (name,) = arms
+def _tsrl_sequence(run_arm, name, *args, **kwargs):
     return {"sequence": name}
 
 
@@ -777,7 +776,7 @@ TABLE: dict[str, Entry] = {
         (
             Unit("tsrl_reference_checks", _tsrl_reference),
             Unit("_run_tabular", _tsrl_section),
-            Unit("hidden_quality_sequence_arms", _tsrl_sequence),
+            Unit("_sequence_arm", _tsrl_sequence),
         ),
     ),
     "ucpo": Entry(_ucpo),

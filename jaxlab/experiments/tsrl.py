@@ -70,7 +70,7 @@ from jaxlab._src.experiments import (
 from jaxlab._src.stats import t_interval
 from jaxlab.rl import (
     TSRL_REFERENCE,
-    hidden_quality_sequence_arms,
+    hidden_quality_sequence_study,
     judge_calls_per_step,
     tournament_bandit_arms,
     tournament_toy_arms,
@@ -242,6 +242,10 @@ def _sequence_arms(config: TSRLConfig, calls: dict[str, int]) -> dict[str, tuple
     }
 
 
+def _sequence_arm(run_arm, name: str, kind: str, steps: int) -> dict:  # a unit (by its name)
+    return run_arm(kind, steps)
+
+
 def _run_sequence(config: TSRLConfig, rng_key, progress: Progress) -> dict:
     sizes = dict(
         num_prompts=config.seq_prompts,
@@ -256,25 +260,22 @@ def _run_sequence(config: TSRLConfig, rng_key, progress: Progress) -> dict:
     )
     arms = _sequence_arms(config, calls)
     start = time.perf_counter()
-    # One call per arm, each a unit of the full profile's parts (same keys: the seeds stay paired).
-    per_arm = {}
-    for name in progress.track(list(arms), description="sequence policy: lr grids"):
-        per_arm[name] = hidden_quality_sequence_arms(
-            rng_key,
-            {name: arms[name]},
-            seeds=config.seq_seeds,
-            lr_grid=config.seq_lrs,
-            lr_factor=config.seq_lr_factor,
-            max_extensions=config.seq_max_extensions,
-            hidden=config.seq_hidden,
-            judge_calls=calls,
-            temperature=config.temperature,
-            position_bias=config.position_bias,
-            eval_samples=config.seq_eval_samples,
-            kinds=_SEQUENCE_KINDS,
-            **sizes,
-        )
-    results = {name: out[name] for name, out in per_arm.items()}
+    run_arm = hidden_quality_sequence_study(
+        rng_key,
+        seeds=config.seq_seeds,
+        lr_grid=config.seq_lrs,
+        lr_factor=config.seq_lr_factor,
+        max_extensions=config.seq_max_extensions,
+        hidden=config.seq_hidden,
+        judge_calls=calls,
+        temperature=config.temperature,
+        position_bias=config.position_bias,
+        eval_samples=config.seq_eval_samples,
+        kinds=_SEQUENCE_KINDS,
+        **sizes,
+    )
+    track = progress.track(list(arms), description="sequence policy: lr grids")
+    results = {name: _sequence_arm(run_arm, name, *arms[name]) for name in track}
     tsrl = f"tsrl_k{config.seq_anchors}"
     differences = {}
     for other in ("single", "pointwise", EQUAL_CALLS_ARM):

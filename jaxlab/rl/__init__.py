@@ -36,7 +36,7 @@
 * Training programs of the TSRL and UCPO studies, each one compiled program over its arms:
   :func:`tournament_bandit_program` / :func:`tournament_bandit_arms` (the note's arms,
   :func:`tournament_toy_arms`), :func:`hidden_quality_sequence_program` /
-  :func:`hidden_quality_sequence_arms` (each arm at its own bracketed lr,
+  :func:`hidden_quality_sequence_study` (each arm at its own bracketed lr,
   :func:`bracket_learning_rate`), :func:`judged_group_reward`, :func:`judge_calls_per_step`,
   :func:`ternary_bandit_program`, :func:`seed_answer_metrics`, and the notes' reference checks
   (:func:`tsrl_reference_checks`, :func:`ucpo_reference_checks`).
@@ -114,8 +114,8 @@ from jaxlab.rl._tournament_runs import (
     TSRL_REFERENCE,
     autoregressive_policy_batch,
     bracket_learning_rate,
-    hidden_quality_sequence_arms,
     hidden_quality_sequence_program,
+    hidden_quality_sequence_study,
     judge_calls_per_step,
     judged_group_reward,
     tournament_bandit_arms,
@@ -231,8 +231,8 @@ __all__ = [
     "TSRL_REFERENCE",
     "autoregressive_policy_batch",
     "bracket_learning_rate",
-    "hidden_quality_sequence_arms",
     "hidden_quality_sequence_program",
+    "hidden_quality_sequence_study",
     "judge_calls_per_step",
     "judged_group_reward",
     "tournament_bandit_arms",

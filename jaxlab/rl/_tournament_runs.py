@@ -46,8 +46,8 @@ __all__ = [
     "TSRL_REFERENCE",
     "autoregressive_policy_batch",
     "bracket_learning_rate",
-    "hidden_quality_sequence_arms",
     "hidden_quality_sequence_program",
+    "hidden_quality_sequence_study",
     "judge_calls_per_step",
     "judged_group_reward",
     "tournament_bandit_arms",
@@ -584,52 +584,48 @@ def bracket_learning_rate(
     }
 
 
-def hidden_quality_sequence_arms(
+def hidden_quality_sequence_study(
     rng_key: jax.Array,
-    arms: dict[str, tuple[str, int]],
     *,
     seeds: int,
     lr_grid: Sequence[float],
     lr_factor: float,
     max_extensions: int,
     hidden: Sequence[int],
-    track: Callable = lambda names: names,
     judge_calls: dict[str, int] | None = None,
     **sizes,
-) -> dict[str, dict]:
-    """Each arm of TSRL's sequence study at its own best Adam lr, decided on held-out seeds.
+) -> Callable[[str, int], dict]:
+    """TSRL's sequence study: ``run_arm(kind, steps)`` trains one arm at its own best Adam lr.
 
-    An arm is ``name -> (reward kind, GRPO steps)``. Its lr is bracketed
-    (:func:`bracket_learning_rate`, by mean quality) on ``seeds`` tuning seeds, then the arm
-    runs at that lr on ``seeds`` held-out seeds (new tasks, anchors and initial policies, never
-    seen by the lr choice). A seed gives every arm the same task, anchors and initial policy, so
-    the arms' held-out results are paired. One :func:`hidden_quality_sequence_program` serves
-    every run.
+    An arm's lr is bracketed (:func:`bracket_learning_rate`, by mean quality) on ``seeds``
+    tuning seeds, then the arm runs at that lr on ``seeds`` held-out seeds (new tasks, anchors
+    and initial policies, never seen by the lr choice). A seed gives every arm the same task,
+    anchors and initial policy, so the arms' held-out results are paired. Every arm's runs share
+    one :func:`hidden_quality_sequence_program` (one compilation).
 
     Args:
       rng_key: split into the tuning and the held-out seeds' keys.
-      arms: ``name -> (kind, steps)``, kinds from ``sizes["kinds"]``.
       seeds: tuning seeds, and as many held-out seeds (policies seeded ``0..S-1``, ``S..2S-1``).
       lr_grid, lr_factor, max_extensions: the bracket's.
       hidden: the policy's hidden widths.
-      track: wraps the arms' names (a progress bar).
       judge_calls: kind -> judge calls per step (:func:`judge_calls_per_step`), recorded per
         arm with the run's total.
       **sizes: :func:`hidden_quality_sequence_program`'s keyword arguments.
 
     Returns:
-      ``name -> {kind, steps, grid, best_lr, bracketed, extensions, held_out, seconds}`` (and
-      ``judge_calls_per_step``, ``judge_calls`` with ``judge_calls``), each run ``{quality,
-      win_rate, skipped, flat_groups}`` per seed; ``seconds`` is the arm's wall time.
+      ``run_arm(kind, steps) -> {kind, steps, grid, best_lr, bracketed, extensions, held_out,
+      seconds}`` (and ``judge_calls_per_step``, ``judge_calls`` with ``judge_calls``), each run
+      ``{quality, win_rate, skipped, flat_groups}`` per seed; ``seconds`` is the arm's wall
+      time.
 
     Examples:
       >>> import jax
-      >>> out = hidden_quality_sequence_arms(
-      ...     jax.random.key(0), {"tsrl": ("tsrl", 2)}, seeds=2, lr_grid=(0.01, 0.03, 0.1),
-      ...     lr_factor=2.0, max_extensions=0, hidden=(4,), num_prompts=2, length=2, vocab=3,
-      ...     batch_prompts=2, group_size=2, num_anchors=2, temperature=0.5,
-      ...     position_bias=0.5, eval_samples=4)
-      >>> len(out["tsrl"]["grid"]), len(out["tsrl"]["held_out"]["quality"])
+      >>> run_arm = hidden_quality_sequence_study(
+      ...     jax.random.key(0), seeds=2, lr_grid=(0.01, 0.03, 0.1), lr_factor=2.0,
+      ...     max_extensions=0, hidden=(4,), num_prompts=2, length=2, vocab=3, batch_prompts=2,
+      ...     group_size=2, num_anchors=2, temperature=0.5, position_bias=0.5, eval_samples=4)
+      >>> out = run_arm("tsrl", 2)
+      >>> len(out["grid"]), len(out["held_out"]["quality"])
       (3, 2)
     """
     kinds = tuple(sizes.get("kinds", ("pointwise", "single", "tsrl")))
@@ -657,23 +653,23 @@ def hidden_quality_sequence_arms(
         quality, win, skipped, flat = (np.asarray(x).tolist() for x in jax.block_until_ready(out))
         return {"quality": quality, "win_rate": win, "skipped": skipped, "flat_groups": flat}
 
-    results = {}
-    for name in track(list(arms)):
+    def run_arm(kind: str, steps: int) -> dict:
         begin = time.perf_counter()
-        kind, steps = arms[name]
         tuned = bracket_learning_rate(
-            lambda lr, kind=kind, steps=steps: run(kind, steps, lr, "tune"),
+            lambda lr: run(kind, steps, lr, "tune"),
             lr_grid,
             factor=lr_factor,
             max_extensions=max_extensions,
         )
         held_out = run(kind, steps, tuned["best_lr"], "eval")
-        results[name] = {"kind": kind, "steps": steps, **tuned, "held_out": held_out}
+        result = {"kind": kind, "steps": steps, **tuned, "held_out": held_out}
         if judge_calls is not None:
-            results[name]["judge_calls_per_step"] = judge_calls[kind]
-            results[name]["judge_calls"] = judge_calls[kind] * steps
-        results[name]["seconds"] = time.perf_counter() - begin
-    return results
+            result["judge_calls_per_step"] = judge_calls[kind]
+            result["judge_calls"] = judge_calls[kind] * steps
+        result["seconds"] = time.perf_counter() - begin
+        return result
+
+    return run_arm
 
 
 def tsrl_reference_checks(
