@@ -1,10 +1,11 @@
 """A ``full`` profile in parts: each part computes a slice of the run's units of work.
 
 An accelerator may be lent for minutes at a time, so a ``full`` profile that needs half an hour
-in one piece could never run. An experiment declares its full profile's parts
-(:func:`declare_parts`): each :class:`RunPart` names a slice of the run (a seed, a size, an arm,
-a slice of a sweep) by the coordinates of the *units* it computes, with its estimated time on the
-CPU and on the device and how that estimate was made.
+in one piece could never run. Every experiment's full profile is declared in parts
+(:func:`declare_parts`), all from one table, ``jaxlab/experiments/_parts_table.py``: each
+:class:`RunPart` names a slice of the run (a seed, a size, an arm, a slice of a sweep) by the
+coordinates of the *units* it computes, with its estimated time on the CPU and on the device and
+how that estimate was made.
 
 A unit is one independent piece of work inside the run function, marked with :func:`unit` (or a
 module-level function rebound with :func:`as_unit`), with coordinates such as
@@ -131,7 +132,8 @@ def declare_parts(name: str, parts: Callable[[Any], list[RunPart]]) -> None:
     """Declares the ``full`` profile's parts of the registered experiment ``name``.
 
     ``parts(config)`` receives the full config and returns the parts in their fixed merge order.
-    Called once at the end of the experiment's module (after ``register``).
+    jaxlab's own experiments are declared from one table (``jaxlab.experiments._parts_table``)
+    once every experiment module is imported.
 
     Examples:
       >>> declare_parts("no-such-claim", lambda config: [])

@@ -68,6 +68,9 @@ def _load_all() -> None:
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_"):
             importlib.import_module(f"{__name__}.{info.name}")
+    from jaxlab.experiments import _parts_table  # every full profile's parts, in one table
+
+    _parts_table.declare_all()
     _LOADED = True
 
 

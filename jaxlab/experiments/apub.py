@@ -332,26 +332,3 @@ def run(config: APUBProductMixConfig, rng_key: jax.Array, progress: Progress) ->
         "seconds": seconds,
     }
     return Result(metrics=metrics, parts=parts, figures=_figures(config, summary, trials))
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-_parts.declare_parts(
-    "apub-product-mix",
-    lambda config: _parts.whole_run_parts(
-        config,
-        quick_cpu_s=432.0,
-        source="README: 7.2 min on the shared 2-core machine",
-        work=lambda c: (
-            c.num_products
-            * c.num_stations
-            * c.num_resamples
-            * c.trials
-            * sum(c.sample_sizes)
-            * len(c.alphas)
-        ),
-        work_text="LP size x bootstrap resamples x data sets x sample sizes x alphas",
-        kind="host",
-    ),
-)

@@ -553,7 +553,6 @@ def run(config: AsyncDelayConfig, rng_key: jax.Array, progress: Progress) -> Res
     )
 
 
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
 def _lane_units(config, name, delay, lanes, init_states, graphdef, train, eval_windows):
     """``_train_arm`` over chunks of ``lanes_per_unit`` lanes, each chunk one unit of work."""
     count = len(lanes["lr"])
@@ -570,35 +569,3 @@ def _lane_units(config, name, delay, lanes, init_states, graphdef, train, eval_w
             )
         )
     return chunks
-
-
-def _full_parts(config: AsyncDelayConfig) -> list[_parts.RunPart]:
-    """One part per (optimizer, delay, lane); lanes are (λ, lr, seed) in that order."""
-    flops = _parts.transformer_train_flops(
-        config.d_model, config.num_layers, config.seq_len, config.batch_size, config.steps,
-        vocab=config.vocab_size,
-    )  # fmt: skip
-    lanes = 2 * len(config.learning_rates) * config.seeds
-    per_unit = config.lanes_per_unit or lanes
-    out = []
-    for name in config.optimizers:
-        # DeVA's step costs 1.32x Muon's (README, the step-time benchmark).
-        cpu = (1.32 if name == "deva" else 1.0) * per_unit * flops / _parts.CPU_FLOPS_PER_S
-        for delay in (0, 1):
-            for u in range(-(-lanes // per_unit)):
-                out.append(
-                    _parts.RunPart(
-                        f"{name.replace('_', '-').replace('.', 'p')}-delay{delay}-lanes-{u}",
-                        f"{name}, delay {delay}, lanes {u * per_unit}..{(u + 1) * per_unit - 1} "
-                        f"of {lanes} (λ, lr, seed)",
-                        {"arm": (f"{name}/delay{delay}",), "lanes": (u,)},
-                        cpu_s=cpu,
-                        device_s=_parts.device_seconds(cpu, "dense"),
-                        estimate="6 P T FLOPs per step x steps at CPU_FLOPS_PER_S, over "
-                        "DEVICE_SPEEDUP['dense'] on the device, plus DEVICE_START_S",
-                    )  # fmt: skip
-                )
-    return out
-
-
-_parts.declare_parts("async-delay", _full_parts)

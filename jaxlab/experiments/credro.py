@@ -554,24 +554,3 @@ def run(config: CreDROConfig, rng_key: jax.Array, progress: Progress) -> Result:
         figures=_figures(evaluation, list(evaluation), sweep),
         reason=reason,
     )
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-_parts.declare_parts(
-    "credro",
-    lambda config: _parts.whole_run_parts(
-        config,
-        quick_cpu_s=72.0,
-        source="README: 1.0-1.2 CPU-minutes",
-        work=lambda c: (
-            c.seeds
-            * c.batch_size
-            * (3 * sum(set(c.sweep_steps) | {c.steps}) + c.steps)
-            * sum(a * b for a, b in zip((64, *c.hidden), (*c.hidden, 10), strict=False))
-        ),
-        work_text="seeds x batch x training steps of every arm and budget x MLP weights",
-        kind="small",
-    ),
-)

@@ -40,7 +40,6 @@ from matplotlib.figure import Figure
 
 from jaxlab import nn as jnn
 from jaxlab import optim
-from jaxlab._src import parts as _parts
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab._src.parts import unit
 from jaxlab._src.stats import (
@@ -593,65 +592,3 @@ def run(config: DevaConfig, rng_key: jax.Array, progress: Progress) -> Result:
     ]
     metrics = _metrics(toy, comparisons, lm)
     return Result(metrics=metrics, parts=parts, figures=_figures(config, toy, lm))
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-# The toy is one unit; each language-model run (method, lr, seed) another.
-_toy = _parts.as_unit(_toy, lambda *args, **kwargs: {"toy": "all"})
-# The toy is quick's own (64 seeds); quick took 9.4 min in all on a quiet 2-core CPU (README), the
-# toy about half of it (not timed apart).
-_TOY_CPU_S = 280.0
-# DeVA's step costs 1.32x Muon's (README, the step-time benchmark); AdamW's and Muon's are counted
-# as 1x.
-_STEP_COST = {"deva": 1.32}
-
-
-def _full_parts(config: DevaConfig) -> list[_parts.RunPart]:
-    """The toy, then one part per language-model run, the lr extensions last.
-
-    An extension part computes its run only when the bracket of the runs before it asks for that
-    lr (run it after the base grid's parts; when no extension is needed it computes nothing).
-    """
-    flops = _parts.transformer_train_flops(
-        config.lm_d_model, config.lm_layers, config.lm_seq_len, config.lm_batch, config.lm_steps
-    )
-    how = (
-        "6 P T FLOPs per step x steps at CPU_FLOPS_PER_S (x the step-time ratio), over "
-        "DEVICE_SPEEDUP['dense'] on the device, plus DEVICE_START_S"
-    )
-    out = [
-        _parts.RunPart(
-            "toy", "the quadratic toy (64 seeds, every method and lr)", {"toy": ("all",)},
-            cpu_s=_TOY_CPU_S, device_s=_parts.device_seconds(_TOY_CPU_S, "small"),
-            estimate="about half of quick's 9.4 min (README), DEVICE_SPEEDUP['small']",
-        )
-    ]  # fmt: skip
-    factor = config.lm_lr_factor
-    for extension in (False, True):
-        for method in config.lm_methods:
-            grid = sorted(getattr(config, f"lm_lrs_{method}"))
-            lrs = grid
-            if extension:  # divided and multiplied step by step, as the bracket does
-                low, high, lrs = grid[0], grid[-1], []
-                for _ in range(config.lm_max_extensions):
-                    low, high = low / factor, high * factor
-                    lrs += [low, high]
-            cpu = _STEP_COST.get(method, 1.0) * flops / _parts.CPU_FLOPS_PER_S
-            for lr in lrs:
-                for s in range(config.lm_seeds):
-                    out.append(
-                        _parts.RunPart(
-                            f"lm-{method}-{lr:.6g}-seed-{s}".replace(".", "p"),
-                            f"language model, {method} at lr {lr:g}, seed {s}"
-                            + (" (an lr extension: only if the bracket needs it)" * extension),
-                            {"lm": (method,), "lr": (float(lr),), "seed": (s,)},
-                            cpu_s=cpu,
-                            device_s=_parts.device_seconds(cpu, "dense"),
-                            estimate=how,
-                            optional=extension,
-                        )  # fmt: skip
-                    )
-    return out
-
-
-_parts.declare_parts("deva", _full_parts)

@@ -350,35 +350,3 @@ def run(config: DisjunctiveConfig, rng_key: jax.Array, progress: Progress) -> Re
         figures=_figure(per_task),
         reason=f"note's rule (fair, warm-started arm): {level}",
     )
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-# Units: each task's arms (rebound here so that the run function is unchanged).
-_run_task = _parts.as_unit(_run_task, lambda config, task, name, *a, **k: {"task": name})
-
-
-def _full_parts(config: DisjunctiveConfig) -> list[_parts.RunPart]:
-    quick = DisjunctiveConfig.quick()
-
-    def work(c):
-        return c.seeds * c.num_train * (c.steps + c.warm_steps) * c.hidden**2
-
-    # Quick took 9.0 min on a quiet 2-core CPU (README), half of it per task (assumed).
-    cpu = 540.0 / 2 * work(config) / work(quick)
-    how = "half of quick's 9.0 min (README) x seeds x points x steps x width² ratio"
-    return [
-        _parts.RunPart(
-            f"task-{name.replace('_', '-')}",
-            f"every arm on the {name} task",
-            {"task": (name,)},
-            cpu_s=cpu,
-            device_s=_parts.device_seconds(cpu, "small"),
-            estimate=how,
-        )  # fmt: skip
-        for name in ("input_decided", "output_only")
-    ]
-
-
-_parts.declare_parts("disjunctive-rules", _full_parts)

@@ -588,19 +588,3 @@ def _run(config: ErrorFeedbackConfig, rng_key: jax.Array, progress: Progress) ->
         metrics["logistic"] = logistic
     figures = _figures(rows, scan, ls, het, logistic)
     return Result(metrics=metrics, parts=[part1, part2, part3], figures=figures)
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-_parts.declare_parts(
-    "error-feedback",
-    lambda config: _parts.whole_run_parts(
-        config,
-        quick_cpu_s=_parts.QUICK_BUDGET_S,
-        source="not in the README: the issues' quick budget",
-        work=lambda c: c.random_points / 10 + c.ls_max_steps + c.het_max_steps + c.logistic_steps,
-        work_text="worst-case search points / 10 + the three runs' step limits",
-        kind="small",
-    ),
-)

@@ -499,31 +499,3 @@ def run_cleaning(config: FABCleaningConfig, rng_key: jax.Array, progress: Progre
     parts = _verdict_parts(runs, "hyper-cleaning")
     figure = _figures(runs, "fab-hypercleaning: load_digits, 30% flipped labels", accuracy=True)
     return Result(metrics=runs, parts=parts, figures={"fab_hypercleaning": figure})
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-for _name, _work, _text in (
-    (
-        "fab-hyperparameter",
-        lambda c: c.steps + 10 * c.exact_maxiter,
-        "rounds + 10 x exact iterations",
-    ),
-    (
-        "fab-hypercleaning",
-        lambda c: (c.steps + 10 * c.exact_maxiter) * (c.train_rows + c.val_rows),
-        "(rounds + 10 x exact iterations) x rows per agent",
-    ),
-):
-    _parts.declare_parts(
-        _name,
-        lambda config, _work=_work, _text=_text: _parts.whole_run_parts(
-            config,
-            quick_cpu_s=_parts.QUICK_BUDGET_S,
-            source="not in the README: the issues' quick budget",
-            work=_work,
-            work_text=_text,
-            kind="small",
-        ),
-    )

@@ -595,24 +595,3 @@ def run(config: HarmConfig, rng_key: jax.Array, progress: Progress) -> Result:
     }
     figures = _figures(summary, overhead, curves, mass_by_time, probe_steps)
     return Result(metrics=metrics, parts=parts, figures=figures, reason=reason)
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-_parts.declare_parts(
-    "harm",
-    lambda config: _parts.whole_run_parts(
-        config,
-        quick_cpu_s=246.0,
-        source="README: 4.1 CPU-minutes",
-        work=lambda c: (
-            c.seeds
-            * c.steps
-            * c.batch_size
-            * sum(a * b for a, b in zip((64, *c.hidden), (*c.hidden, 10), strict=False))
-        ),
-        work_text="seeds x steps x batch x MLP weights",
-        kind="small",
-    ),
-)

@@ -157,21 +157,6 @@ class MMFLDConfig(ExperimentConfig):
         )
 
 
-def _scan_run(algorithm, positions, key, steps: int, record=None):
-    """``steps`` steps in one jitted scan; returns the final state and ``record(info)`` stacked."""
-    record = record or (lambda info: info)
-
-    @jax.jit
-    def run(state, key):
-        def body(state, key):
-            state, info = algorithm.step(key, state)
-            return state, record(info)
-
-        return jax.lax.scan(body, state, jax.random.split(key, steps))
-
-    return run(algorithm.init(positions), key)
-
-
 def _summary(positions, exact, info) -> dict[str, Any]:
     x = np.asarray(positions)
     mean = x.mean(axis=0)
@@ -210,7 +195,9 @@ def _closed_form_checks(config: MMFLDConfig, key: jax.Array, progress: Progress)
     steps = int(round(config.linear_horizon / config.linear_step))
     for scheme in progress.track(("primal", "projected", "dual", "dual_split"), description="1-D"):
         algorithm = particles.mmfld(linear, box, config.linear_step, LINEAR_LAMBDA, scheme=scheme)
-        state, info = _scan_run(algorithm, jnp.full((n, 1), 0.5), keys[0], steps, _boundary_record)
+        state, info = particles.run_sampler(
+            algorithm, jnp.full((n, 1), 0.5), keys[0], steps, _boundary_record
+        )
         out[f"linear_{scheme}"] = _summary(state.positions, exact_linear, info)
 
     c, m = jnp.asarray(BOX_C), jnp.asarray(BOX_TARGET)
@@ -228,7 +215,7 @@ def _closed_form_checks(config: MMFLDConfig, key: jax.Array, progress: Progress)
             BOX_LAMBDA,
             scheme=scheme,
         )
-        state, info = _scan_run(
+        state, info = particles.run_sampler(
             algorithm,
             start,
             keys[2],
@@ -249,7 +236,7 @@ def _closed_form_checks(config: MMFLDConfig, key: jax.Array, progress: Progress)
     )
     steps = int(round(config.simplex_horizon / config.simplex_step))
     start = jnp.full((n, 3), 1.0 / 3.0)
-    state, info = _scan_run(algorithm, start, keys[3], steps, _boundary_record)
+    state, info = particles.run_sampler(algorithm, start, keys[3], steps, _boundary_record)
     out["simplex_primal"] = _summary(state.positions, reference, info)
 
     primal = [out[k] for k in ("linear_primal", "box_primal", "simplex_primal")]
@@ -264,14 +251,6 @@ def _closed_form_checks(config: MMFLDConfig, key: jax.Array, progress: Progress)
 
 # --------------------------------------------------------------------------------------------
 # (b) The constrained mean-field two-layer network.
-
-
-def _phase_metrics(fit) -> dict[str, Any]:
-    """The stored form of a :class:`~jaxlab.particles.LinearPhaseFit` (no times without a fit)."""
-    out = {"floor": fit.floor, "points": fit.points}
-    if fit.fitted:
-        out.update(t_start=fit.t_start, t_end=fit.t_end)
-    return {**out, "slope": fit.slope, "r2": fit.r2}
 
 
 def _network(config: MMFLDConfig, key: jax.Array, progress: Progress) -> dict:
@@ -302,7 +281,9 @@ def _network(config: MMFLDConfig, key: jax.Array, progress: Progress) -> dict:
     out: dict[str, Any] = {}
     times = config.network_step * np.arange(config.network_steps)
     for name in progress.track(list(algorithms), description="network"):
-        state, info = _scan_run(algorithms[name], start, run_key, config.network_steps, record)
+        state, info = particles.run_sampler(
+            algorithms[name], start, run_key, config.network_steps, record
+        )
         theta = np.asarray(state.positions)
         outside = np.mean(np.any((theta < np.asarray(lower)) | (theta > np.asarray(upper)), axis=1))
         on_faces = np.mean((theta == np.asarray(lower)) | (theta == np.asarray(upper)))
@@ -321,7 +302,7 @@ def _network(config: MMFLDConfig, key: jax.Array, progress: Progress) -> dict:
             "loss_curve": loss[:: max(1, len(loss) // 400)].tolist(),
             "objective_curve": objective[:: max(1, len(loss) // 400)].tolist(),
             "curve_times": times[:: max(1, len(loss) // 400)].tolist(),
-            "linear_phase": _phase_metrics(particles.linear_phase_fit(times, objective)),
+            "linear_phase": particles.linear_phase_fit(times, objective).as_dict(),
         }
     mmfld_run, projected = out["mmfld"], out["projected"]
     out["passed"] = bool(
@@ -613,22 +594,3 @@ def run(config: MMFLDConfig, rng_key: jax.Array, progress: Progress) -> Result:
         parts=[part_a, part_b, part_c, part_d, part_e, part_f],
         figures=_figures(network, chaos, checks),
     )
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-_parts.declare_parts(
-    "mmfld",
-    lambda config: _parts.whole_run_parts(
-        config,
-        quick_cpu_s=374.0,
-        source="README: 374 CPU-seconds",
-        work=lambda c: (
-            c.chaos_seeds * sum(c.chaos_sizes) * c.chaos_particles_per_size * c.chaos_steps
-        ),
-        work_text="chaos seeds x particles x steps, the dominant term",
-        kind="small",
-        device_measured_s=94.0,
-    ),
-)

@@ -530,30 +530,3 @@ def run(config: MSFlowConfig, rng_key: jax.Array, progress: Progress) -> Result:
         figures=_figures(config, toy, digits),
         reason=reason,
     )
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-_parts.declare_parts(
-    "msflow",
-    lambda config: _parts.whole_run_parts(
-        config,
-        quick_cpu_s=318.0,
-        source="README: 5.3 min on a quiet 2-core CPU",
-        work=lambda c: (
-            c.train_steps
-            * c.batch_size
-            * sum(
-                a * b
-                for a, b in zip(
-                    (64 * c.image_scale**2, *c.hidden),
-                    (*c.hidden, 64 * c.image_scale**2),
-                    strict=False,
-                )
-            )
-        ),
-        work_text="flow training: steps x batch x MLP weights (the solves scale alike)",
-        kind="dense",
-    ),
-)

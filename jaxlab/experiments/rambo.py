@@ -435,26 +435,3 @@ def run(config: RamboExperimentConfig, rng_key: jax.Array, progress: Progress) -
 
 def _part(claim, measured, status):
     return check(claim, measured, status == "pass", resolved=status != "unresolved")
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-_parts.declare_parts(
-    "rambo",
-    lambda config: _parts.whole_run_parts(
-        config,
-        quick_cpu_s=2700.0,
-        source="README: quick unfinished after 45 CPU-minutes, a lower bound",
-        work=lambda c: (
-            len(c.problems)
-            * c.seeds
-            * c.num_iters
-            * c.num_sweeps
-            * len(c.schedules)
-            * max(d for _, d in c.problems)
-        ),
-        work_text="problems x seeds x iterations x sweeps x schedules x dimension",
-        kind="small",
-    ),
-)

@@ -40,7 +40,6 @@ import numpy as np
 from flax import nnx
 from matplotlib.figure import Figure
 
-from jaxlab._src import parts as _parts
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab._src.parts import unit
 from jaxlab._src.validation import check_positive_int
@@ -594,57 +593,3 @@ def run(config: SimpleGPTLRConfig, rng_key: jax.Array, progress: Progress) -> Re
         "depth": depth,
     }
     return Result(metrics=metrics, parts=[part1, part2], figures=_figures(config, summary, depth))
-
-
-def _full_parts(config: SimpleGPTLRConfig) -> list[_parts.RunPart]:
-    """The full profile in parts: the sweep's compiled calls two lanes at a time, the depth
-    point's one lane each.
-
-    Each compiled call of ``lanes_per_call`` lanes is one unit (``lanes_per_call=1`` at full); a
-    lane's cost is :func:`jaxlab._src.parts.transformer_train_flops` at the CPU's and the
-    device's assumed rates.
-    """
-    how = (
-        "6 P T FLOPs per step x steps at CPU_FLOPS_PER_S, over DEVICE_SPEEDUP['dense'] on the "
-        "device, plus DEVICE_START_S"
-    )
-
-    def parts_of(kind, placement, d, layers, steps, lanes, per_part_lanes):
-        per_call = config.lanes_per_call or lanes
-        calls = -(-lanes // per_call)
-        step = max(1, per_part_lanes // per_call)
-        flops = _parts.transformer_train_flops(d, layers, config.seq_len, config.batch_size, steps)
-        out = []
-        for first in range(0, calls, step):
-            groups = tuple(range(first, min(first + step, calls)))
-            count = min(lanes, (groups[-1] + 1) * per_call) - groups[0] * per_call
-            cpu = count * flops / _parts.CPU_FLOPS_PER_S
-            out.append(
-                _parts.RunPart(
-                    f"{kind}-{placement.replace('_', '-')}-{first}",
-                    f"{kind}, {placement}: compiled calls {groups} of {calls} ({count} of {lanes} "
-                    "(LR, seed) lanes)" + (" (Hessians in the merge)" * (kind == "depth")),
-                    {"model": (f"{placement}/{d}x{layers}/{steps}",), "group": groups},
-                    cpu_s=cpu,
-                    device_s=_parts.device_seconds(cpu, "dense"),
-                    estimate=how,
-                )  # fmt: skip
-            )
-        return out
-
-    lanes = len(config.learning_rates) * config.seeds
-    out = []
-    for placement in config.placements:
-        out += parts_of(
-            "sweep", placement, config.d_model, config.num_layers, config.steps, lanes, 2
-        )
-    if not config.depth_is_sweep:
-        for placement in config.depth_placements:
-            out += parts_of(
-                "depth", placement, config.depth_d_model, config.depth_num_layers,
-                config.depth_steps, config.depth_seeds, 1,
-            )  # fmt: skip
-    return out
-
-
-_parts.declare_parts("simplegpt-lr", _full_parts)

@@ -41,6 +41,7 @@ import numpy as np
 from flax import nnx
 from matplotlib.figure import Figure
 
+from jaxlab._src import parts as _parts
 from jaxlab._src.experiments import ExperimentConfig, Progress, Result, check, register
 from jaxlab._src.stats import crossed_bootstrap_interval
 from jaxlab._src.validation import check_int
@@ -570,60 +571,3 @@ def run(config: STLAConfig, rng_key: jax.Array, progress: Progress) -> Result:
         figures=_figures(config, syn, lm),
         reason=reason,
     )
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-# Units: the synthetic layers, the LM's training, each (bits, method) quantization of the LM.
-_synthetic = _parts.as_unit(_synthetic, lambda *a, **k: {"synthetic": "all"})
-_train_model = _parts.as_unit(_train_model, lambda *a, **k: {"lm": "train"}, outputs=5)
-
-
-def _full_parts(config: STLAConfig) -> list[_parts.RunPart]:
-    """Synthetic layers, the LM's training, then its quantization per bit width.
-
-    A quantization part reads the trained model from the training part on disk (run them in the
-    declared order, as ``reproduce --resume`` does). A quantization job's cost: calibration seeds
-    x iterations x 2 d_out d_in² FLOPs over the LM's kernels (an upper bound: GPTQ and RTN do
-    one pass).
-    """
-    d, ffn = config.lm_d_model, int(4 * config.lm_d_model * config.lm_ffn_multiplier)
-    kernels = [(d, d)] * 4 + [(ffn, d), (d, ffn)]
-    per_iter = config.lm_layers * sum(2 * o * i * i for o, i in kernels)
-    methods = len(LM_METHODS) + len(LM_BESIDE)
-    quantize = methods * config.calib_seeds * config.lm_num_iters * per_iter
-    train = _parts.transformer_train_flops(
-        d, config.lm_layers, config.lm_seq_len, config.lm_batch, config.lm_steps
-    )
-    syn = _parts.QUICK_BUDGET_S / 2
-    how = "FLOPs (docstring) at CPU_FLOPS_PER_S; DEVICE_SPEEDUP plus DEVICE_START_S"
-    out = [
-        _parts.RunPart(
-            "synthetic", "the synthetic layers (quick's own)", {"synthetic": ("all",)},
-            cpu_s=syn, device_s=_parts.device_seconds(syn, "small"),
-            estimate="half the issues' quick budget (not timed apart); DEVICE_SPEEDUP['small']",
-        ),
-        _parts.RunPart(
-            "lm-train", f"the LM's training, {config.lm_steps} steps", {"lm": ("train",)},
-            cpu_s=train / _parts.CPU_FLOPS_PER_S,
-            device_s=_parts.device_seconds(train / _parts.CPU_FLOPS_PER_S, "dense"),
-            estimate=how,
-        ),
-    ]  # fmt: skip
-    for bits in config.lm_bits:
-        cpu = quantize / _parts.CPU_FLOPS_PER_S
-        out.append(
-            _parts.RunPart(
-                f"lm-quantize-{bits}bit",
-                f"every method's quantization of the LM at {bits} bits",
-                {"quantize": tuple(f"{bits}/{m}" for m in (*LM_METHODS, *LM_BESIDE))},
-                cpu_s=cpu,
-                device_s=_parts.device_seconds(cpu, "dense"),
-                estimate=how,
-            )  # fmt: skip
-        )
-    return out
-
-
-_parts.declare_parts("stla-ptq", _full_parts)

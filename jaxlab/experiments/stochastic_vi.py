@@ -567,32 +567,3 @@ def run(config: StochasticVIConfig, rng_key: jax.Array, progress: Progress) -> R
         parts=[part_a, part_b1, part_b2, part_b3],
         figures=_figures(config, judged_minty, main),
     )
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-
-def _full_parts(config: StochasticVIConfig) -> list[_parts.RunPart]:
-    """One part (the run is not split into units), from the bilinear game's oracle FLOPs.
-
-    8 arms x oracle calls x 4 d² FLOPs (two matrix-vector products with ``A``, each way) over
-    every (dimension, noise, seed), in float64 at half the CPU's float32 rate; the weak-Minty runs
-    are small beside it.
-    """
-    flops = 8 * 4 * sum(d * d for d in config.dims) * len(config.noises) * config.budget
-    cpu = flops * config.seeds / (_parts.CPU_FLOPS_PER_S / 2)
-    return [
-        _parts.RunPart(
-            "all",
-            "the whole full profile in one part (its run is not split into units)",
-            {},
-            cpu_s=cpu,
-            device_s=_parts.device_seconds(cpu, "small"),
-            estimate="oracle FLOPs (docstring of stochastic_vi._full_parts) at CPU_FLOPS_PER_S "
-            "/ 2 (float64); DEVICE_SPEEDUP['small'] plus DEVICE_START_S",
-        )
-    ]
-
-
-_parts.declare_parts("stochastic-vi", _full_parts)

@@ -55,10 +55,7 @@ import dataclasses
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
-from flax import nnx
 from matplotlib.figure import Figure
 
 from jaxlab._src.experiments import (
@@ -72,22 +69,12 @@ from jaxlab._src.experiments import (
 )
 from jaxlab._src.stats import t_interval
 from jaxlab.rl import (
-    AutoregressivePolicy,
-    TabularPolicy,
-    group_advantages,
-    grpo,
-    hidden_quality_sequences,
-    hidden_quality_win_rate,
-    normalized_quality,
-    pointwise_reward,
-    round_robin_reward,
-    select_anchors,
-    single_pairwise_reward,
-    split_policy,
-    synthetic_pairwise_judge,
-    synthetic_rubric_judge,
-    tournament_bandit,
-    win_rate_reward,
+    TSRL_REFERENCE,
+    hidden_quality_sequence_study,
+    judge_calls_per_step,
+    tournament_bandit_arms,
+    tournament_toy_arms,
+    tsrl_reference_checks,
 )
 
 __all__ = ["TSRLConfig", "run"]
@@ -109,12 +96,8 @@ NOTE_MARGIN_ANCHORS = 4  # (b)'s K
 CORRUPTED_FLIP = 0.2  # (c)'s ε
 # The issue's targets: the default K of the note, and its anchor grid for (f).
 ISSUE_ANCHORS = 8
-RUBRIC_RANGE = 9.0  # rubric scores live in 1..10
-WIN_RATE_RANGE = 1.0  # win rates live in [0, 1]
 # Reference checks (the note's, re-derived there with numpy).
-REFERENCE_REWARD = 0.720017  # ½[σ(1.5) + σ(0.5)]
-REFERENCE_FLIPPED = 0.632010  # 0.2 + 0.6 x 0.720017
-REFERENCE_VARIANCE = {1: 0.125, 4: 0.03125, 16: 0.0078125}  # 1/(8K) at p = ½
+REFERENCE_VARIANCE = TSRL_REFERENCE["variance"]  # 1/(8K) at p = ½ (values: jaxlab.rl's)
 VARIANCE_RTOL = 0.02  # "within 2%" over 10⁵ draws (about 4.5 standard errors of a variance)
 REFERENCE_TOL = 1e-5  # float32 against the printed six decimals
 # The issue's sequence-policy target: decided by the held-out paired differences' intervals.
@@ -122,7 +105,6 @@ CONFIDENCE = 0.95  # the issue's 95% t-interval: pass above 0, fail below, unres
 MIN_PAIRED_SEEDS = 10  # the issue's ">= 10 paired seeds" (3 seeds tied at one shared lr before)
 EQUAL_CALLS_ARM = "single_equal_calls"  # single comparison with TSRL's judge calls (more steps)
 
-_KINDS = ("pointwise", "single", "round_robin", "tsrl")
 _SEQUENCE_KINDS = ("pointwise", "single", "tsrl")  # compiled into the sequence program
 
 
@@ -178,12 +160,28 @@ class TSRLConfig(ExperimentConfig):
     def smoke(cls):
         # Compile-bound: every program of quick at tiny sizes (one compile per program).
         return cls(
-            num_prompts=8, num_candidates=6, batch_prompts=4, group_size=4, steps=5, seeds=2,
-            anchors=(1, 4, 8, 16), flips=(0.2,), variance_redraws=8, reference_draws=20_000,
-            seq_prompts=2, seq_length=3, seq_vocab=3, seq_hidden=(8,), seq_batch_prompts=2,
-            seq_steps=3, seq_lrs=(0.003, 0.01, 0.03), seq_max_extensions=1, seq_seeds=2,
-            seq_anchors=4, seq_eval_samples=16,
-        )  # fmt: skip
+            num_prompts=8,
+            num_candidates=6,
+            batch_prompts=4,
+            group_size=4,
+            steps=5,
+            seeds=2,
+            anchors=(1, 4, 8, 16),
+            flips=(0.2,),
+            variance_redraws=8,
+            reference_draws=20_000,
+            seq_prompts=2,
+            seq_length=3,
+            seq_vocab=3,
+            seq_hidden=(8,),
+            seq_batch_prompts=2,
+            seq_steps=3,
+            seq_lrs=(0.003, 0.01, 0.03),
+            seq_max_extensions=1,
+            seq_seeds=2,
+            seq_anchors=4,
+            seq_eval_samples=16,
+        )
 
     @classmethod
     def quick(cls):
@@ -193,137 +191,35 @@ class TSRLConfig(ExperimentConfig):
     def full(cls):
         # The note's full sizes for the toy; the sequence policy at V = 8, L = 6 (262k sequences).
         return cls(
-            num_prompts=256, num_candidates=64, batch_prompts=32, seeds=20,
-            anchors=(1, 2, 4, 8, 16, 32), flips=(0.1, 0.2, 0.3, 0.4), variance_redraws=256,
-            seq_prompts=32, seq_length=6, seq_vocab=8, seq_hidden=(256, 256),
-            seq_batch_prompts=16, seq_steps=2000, seq_seeds=20, seq_anchors=8,
+            num_prompts=256,
+            num_candidates=64,
+            batch_prompts=32,
+            seeds=20,
+            anchors=(1, 2, 4, 8, 16, 32),
+            flips=(0.1, 0.2, 0.3, 0.4),
+            variance_redraws=256,
+            seq_prompts=32,
+            seq_length=6,
+            seq_vocab=8,
+            seq_hidden=(256, 256),
+            seq_batch_prompts=16,
+            seq_steps=2000,
+            seq_seeds=20,
+            seq_anchors=8,
             seq_eval_samples=1024,
-        )  # fmt: skip
-
-
-def _arms(config: TSRLConfig) -> list[tuple[str, str, int, float]]:
-    """(name, kind, K, ε) of every tabular arm."""
-    k_max = max(config.anchors)
-    arms = [("pointwise", "pointwise", 0, 0.0), ("single", "single", 0, 0.0)]
-    arms += [("round_robin", "round_robin", 0, 0.0)]
-    arms += [(f"tsrl_k{k}", "tsrl", k, 0.0) for k in config.anchors]
-    for eps in config.flips:
-        arms += [(f"tsrl_k{k_max}_eps{eps:g}", "tsrl", k_max, eps)]
-        arms += [(f"single_eps{eps:g}", "single", 0, eps)]
-    return arms
-
-
-def _reward(kind, mask, flip, quality_fn, offset_fn, anchors, tau, beta, kinds=_KINDS):
-    """A grouped reward (vmapped over prompts) of the arm's kind (an index into ``kinds``)."""
-    judge = synthetic_pairwise_judge(
-        quality_fn, temperature=tau, position_bias=beta, flip_prob=flip
-    )
-    rubric = synthetic_rubric_judge(quality_fn, offset_fn)
-
-    def one(key, responses, prompt):
-        k1, k2, k3, k4 = jax.random.split(key, 4)
-        options = {
-            "pointwise": lambda: pointwise_reward(k1, rubric, responses, prompt)[0],
-            "single": lambda: single_pairwise_reward(k2, judge, responses, prompt)[0],
-            "round_robin": lambda: round_robin_reward(k3, judge, responses, prompt)[0],
-            "tsrl": lambda: win_rate_reward(
-                k4, judge, responses, anchors[prompt], prompt, anchor_mask=mask
-            )[0],
-        }
-        # One branch runs when the kind is a traced scalar (the sequence runs); vmapped over arms
-        # (the toy), every branch runs and the kind selects.
-        return jax.lax.switch(kind, [options[name] for name in kinds])
-
-    def reward_fn(key, tokens, prompts):
-        return jax.vmap(one)(jax.random.split(key, prompts.shape[0]), tokens, prompts)
-
-    return reward_fn
-
-
-def _tabular_program(config: TSRLConfig):
-    p, m, b, g = config.num_prompts, config.num_candidates, config.batch_prompts, config.group_size
-    k_max = max(config.anchors)
-    policy = TabularPolicy(p, m)
-
-    def one(key, kind, mask, flip, lr, tau, beta, redraws_key):
-        task_key, anchor_key, run_key = jax.random.split(key, 3)
-        bandit = tournament_bandit(task_key, p, m)
-        # Anchors: K_max draws of the initial (uniform) policy per prompt, nested in K.
-        anchors = select_anchors(
-            anchor_key, lambda k, q: jax.random.randint(k, (1,), 0, m), jnp.arange(p), k_max
         )
-        offset = lambda q: bandit.rubric_bias[q]  # noqa: E731
-        reward_fn = _reward(kind, mask, flip, bandit.quality_fn, offset, anchors, tau, beta)
-        # Loss = mean over B G tokens, so sgd(lr B) is the note's per-prompt step lr (1/G) Σ.
-        init, step = grpo(
-            policy.sample, policy.log_prob, reward_fn, optax.sgd(lr * b), group_size=g
-        )
-
-        def body(state, k):
-            pk, sk = jax.random.split(k)
-            prompts = jax.random.permutation(pk, p)[:b]
-            state, info = step(sk, state, prompts)
-            probs = policy.probabilities(state.params)
-            return state, normalized_quality(probs, bandit.quality)
-
-        state, curve = jax.lax.scan(
-            body, init(policy.init()), jax.random.split(run_key, config.steps)
-        )
-        probs = policy.probabilities(state.params)
-        uniform = jnp.full((p, m), 1.0 / m)
-        # Reward noise at the base policy: fixed groups, fresh judge noise per redraw.
-        gk, rk = jax.random.split(redraws_key)
-        groups = jax.random.randint(gk, (p, g, 1), 0, m)
-        redraws = jax.vmap(lambda k: reward_fn(k, groups, jnp.arange(p)))(
-            jax.random.split(rk, config.variance_redraws)
-        )
-        return {
-            "curve": curve,
-            "quality": curve[-1],
-            "win_rate": hidden_quality_win_rate(probs, uniform, bandit.quality),
-            "noise_variance": jnp.mean(jnp.var(redraws, axis=0)),
-            "skipped_steps": state.skipped_count,
-        }
-
-    over_seeds = jax.vmap(one, in_axes=(0, None, None, None, None, None, None, 0))
-    over_arms = jax.vmap(over_seeds, in_axes=(None, 0, 0, 0, None, None, None, None))
-    return jax.jit(over_arms)
 
 
 def _run_tabular(config: TSRLConfig, rng_key) -> dict:
-    arms = _arms(config)
-    k_max = max(config.anchors)
-    kinds = jnp.array([_KINDS.index(kind) for _, kind, _, _ in arms])
-    masks = jnp.array([[float(i < max(k, 1)) for i in range(k_max)] for _, _, k, _ in arms])
-    flips = jnp.array([eps for *_, eps in arms], jnp.float32)
-    seed_key, var_key = jax.random.split(rng_key)
-    keys = jax.random.split(seed_key, config.seeds)
-    var_keys = jax.random.split(var_key, config.seeds)
     start = time.perf_counter()
-    out = _tabular_program(config)(
-        keys, kinds, masks, flips, config.learning_rate, config.temperature,
-        config.position_bias, var_keys,
-    )  # fmt: skip
-    out = jax.tree.map(np.asarray, jax.block_until_ready(out))
-    seconds = time.perf_counter() - start
-    results = {}
-    for i, (name, kind, k, eps) in enumerate(arms):
-        scale = RUBRIC_RANGE if kind == "pointwise" else WIN_RATE_RANGE
-        results[name] = {
-            "kind": kind,
-            "num_anchors": k,
-            "flip_prob": eps,
-            "quality": out["quality"][i].tolist(),
-            "quality_mean": float(out["quality"][i].mean()),
-            "quality_sd": float(out["quality"][i].std()),
-            "win_rate": out["win_rate"][i].tolist(),
-            "win_rate_mean": float(out["win_rate"][i].mean()),
-            "noise_variance": out["noise_variance"][i].tolist(),
-            "standardized_variance": float(out["noise_variance"][i].mean() / scale**2),
-            "curve_mean": out["curve"][i].mean(0).tolist(),
-            "skipped_steps": out["skipped_steps"][i].tolist(),
-        }
-    return {"arms": results, "seconds": seconds}
+    sizes = ("num_prompts", "num_candidates", "batch_prompts", "group_size", "steps")
+    sizes += ("learning_rate", "seeds", "temperature", "position_bias", "variance_redraws")
+    arms = tournament_bandit_arms(
+        rng_key,
+        tournament_toy_arms(config.anchors, config.flips),
+        **{name: getattr(config, name) for name in sizes},
+    )
+    return {"arms": arms, "seconds": time.perf_counter() - start}
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,137 +242,40 @@ def _sequence_arms(config: TSRLConfig, calls: dict[str, int]) -> dict[str, tuple
     }
 
 
-def _judge_calls_per_step(config: TSRLConfig) -> dict[str, int]:
-    """Judge calls of one GRPO step per reward kind, as the library's rewards count them."""
-    g, k, length = config.group_size, config.seq_anchors, config.seq_length
-    quality = lambda q, x: jnp.sum(x, -1).astype(jnp.float32)  # noqa: E731  (any judge will do)
-    judge, rubric = synthetic_pairwise_judge(quality), synthetic_rubric_judge(quality)
-
-    @jax.jit  # one small program instead of many eager ops
-    def per_prompt(key, responses, anchors):
-        return {
-            "pointwise": pointwise_reward(key, rubric, responses)[1].num_calls,
-            "single": single_pairwise_reward(key, judge, responses)[1].num_calls,
-            "tsrl": win_rate_reward(key, judge, responses, anchors)[1].num_calls,
-        }
-
-    responses, anchors = jnp.zeros((g, length), jnp.int32), jnp.zeros((k, length), jnp.int32)
-    counts = per_prompt(jax.random.key(0), responses, anchors)
-    return {kind: int(n) * config.seq_batch_prompts for kind, n in counts.items()}
-
-
-def _sequence_program(config: TSRLConfig, sample_fn, log_prob_fn):
-    """One compiled program for every sequence run: vmapped over seeds; the reward kind, the
-    learning rate and the number of steps are traced scalars, so the grid, its extensions, the
-    held-out seeds and the equal-call arm (more steps) all reuse it."""
-    p, length, v = config.seq_prompts, config.seq_length, config.seq_vocab
-    b, g, k = config.seq_batch_prompts, config.group_size, config.seq_anchors
-
-    def one(key, params, kind, lr, steps):
-        task_key, anchor_key, run_key, eval_key = jax.random.split(key, 4)
-        task = hidden_quality_sequences(task_key, p, length, v)
-        # Anchors: K draws of this seed's initial policy per prompt (the same for every arm).
-        draw = lambda kk, q: sample_fn(params, kk, q[None], None)[0]  # noqa: E731
-        anchors = select_anchors(anchor_key, draw, jnp.arange(p), k)
-        offset = lambda q: task.rubric_bias[q]  # noqa: E731
-        tau, beta = config.temperature, config.position_bias
-        reward_fn = _reward(
-            kind, jnp.ones(k), 0.0, task.quality_fn, offset, anchors, tau, beta, _SEQUENCE_KINDS
-        )
-        init, step = grpo(sample_fn, log_prob_fn, reward_fn, optax.adam(lr), group_size=g)
-
-        def body(i, carry):
-            state, flat = carry
-            pk, sk = jax.random.split(jax.random.fold_in(run_key, i))
-            state, info = step(sk, state, jax.random.permutation(pk, p)[:b])
-            # Groups whose rewards are all equal carry no gradient (the note's saturation).
-            spread = jnp.max(info.rewards, -1) - jnp.min(info.rewards, -1)
-            return state, flat + jnp.mean(spread == 0)
-
-        state, flat = jax.lax.fori_loop(0, steps, body, (init(params), jnp.zeros([])))
-        # Exact normalisation over all V^L sequences; E_π Q by sampling (same key for every arm).
-        prompts = jnp.repeat(jnp.arange(p), config.seq_eval_samples)
-        samples = sample_fn(state.params, eval_key, prompts, None)
-        quality, win = task.evaluate(samples.reshape(p, config.seq_eval_samples, length))
-        return quality, win, state.skipped_count, flat / jnp.maximum(steps, 1)
-
-    return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None, None)))
-
-
-def _policies(config: TSRLConfig, seeds: range):
-    """Initial parameters of the sequence policy, one per seed (stacked), and its functions."""
-    params = []
-    for seed in seeds:
-        policy = AutoregressivePolicy(
-            config.seq_vocab,
-            config.seq_length,
-            num_prompts=config.seq_prompts,
-            hidden=config.seq_hidden,
-            rngs=nnx.Rngs(seed),
-        )
-        params_i, sample_fn, log_prob_fn = split_policy(policy)
-        params.append(params_i)
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *params), sample_fn, log_prob_fn
-
-
-def _tune(run_lr, config: TSRLConfig) -> dict:
-    """Runs the lr grid on the tuning seeds, widening it while the best lr sits on an edge."""
-    runs = {lr: run_lr(lr) for lr in config.seq_lrs}
-    extensions = 0
-
-    def best():
-        lrs = sorted(runs)
-        return lrs, int(np.argmax([np.mean(runs[lr]["quality"]) for lr in lrs]))
-
-    lrs, i = best()
-    while extensions < config.seq_max_extensions and i in (0, len(lrs) - 1):
-        lr = lrs[0] / config.seq_lr_factor if i == 0 else lrs[-1] * config.seq_lr_factor
-        runs[lr] = run_lr(lr)
-        extensions += 1
-        lrs, i = best()
-    return {
-        "grid": [{"lr": lr, **runs[lr]} for lr in lrs],
-        "best_lr": lrs[i],
-        "bracketed": 0 < i < len(lrs) - 1,
-        "extensions": extensions,
-    }
+def _sequence_arm(run_arm, name: str, kind: str, steps: int) -> dict:  # a unit (by its name)
+    return run_arm(kind, steps)
 
 
 def _run_sequence(config: TSRLConfig, rng_key, progress: Progress) -> dict:
-    s = config.seq_seeds
-    tune_params, sample_fn, log_prob_fn = _policies(config, range(s))
-    # Held-out seeds: new tasks, anchors and initial policies, never seen by the lr choice.
-    eval_params, *_ = _policies(config, range(s, 2 * s))
-    tune_key, eval_key = jax.random.split(rng_key)
-    seeds = {
-        "tune": (jax.random.split(tune_key, s), tune_params),
-        "eval": (jax.random.split(eval_key, s), eval_params),
-    }
-    program = _sequence_program(config, sample_fn, log_prob_fn)
-    calls = _judge_calls_per_step(config)
+    sizes = dict(
+        num_prompts=config.seq_prompts,
+        length=config.seq_length,
+        vocab=config.seq_vocab,
+        batch_prompts=config.seq_batch_prompts,
+        group_size=config.group_size,
+        num_anchors=config.seq_anchors,
+    )
+    calls = judge_calls_per_step(
+        **{k: v for k, v in sizes.items() if k not in ("vocab", "num_prompts")}
+    )
     arms = _sequence_arms(config, calls)
-
-    def run(kind, steps, lr, which):
-        keys, params = seeds[which]
-        index = jnp.int32(_SEQUENCE_KINDS.index(kind))
-        out = program(keys, params, index, jnp.float32(lr), jnp.int32(steps))
-        quality, win, skipped, flat = (np.asarray(x).tolist() for x in jax.block_until_ready(out))
-        return {"quality": quality, "win_rate": win, "skipped": skipped, "flat_groups": flat}
-
     start = time.perf_counter()
-    results = {}
-    for name in progress.track(list(arms), description="sequence policy: lr grids"):
-        kind, steps = arms[name]
-        tuned = _tune(lambda lr, kind=kind, steps=steps: run(kind, steps, lr, "tune"), config)
-        held_out = run(kind, steps, tuned["best_lr"], "eval")
-        results[name] = {
-            "kind": kind,
-            "steps": steps,
-            "judge_calls_per_step": calls[kind],
-            "judge_calls": calls[kind] * steps,
-            **tuned,
-            "held_out": held_out,
-        }
+    run_arm = hidden_quality_sequence_study(
+        rng_key,
+        seeds=config.seq_seeds,
+        lr_grid=config.seq_lrs,
+        lr_factor=config.seq_lr_factor,
+        max_extensions=config.seq_max_extensions,
+        hidden=config.seq_hidden,
+        judge_calls=calls,
+        temperature=config.temperature,
+        position_bias=config.position_bias,
+        eval_samples=config.seq_eval_samples,
+        kinds=_SEQUENCE_KINDS,
+        **sizes,
+    )
+    track = progress.track(list(arms), description="sequence policy: lr grids")
+    results = {name: _sequence_arm(run_arm, name, *arms[name]) for name in track}
     tsrl = f"tsrl_k{config.seq_anchors}"
     differences = {}
     for other in ("single", "pointwise", EQUAL_CALLS_ARM):
@@ -494,46 +293,6 @@ def _run_sequence(config: TSRLConfig, rng_key, progress: Progress) -> dict:
 
 # --------------------------------------------------------------------------------------------
 # Reference checks and the verdict.
-
-
-def _reference_values(keys):
-    """The note's checks 1-4 in one program (values are compared on the host)."""
-    ident = lambda q, x: x  # noqa: E731
-    judge = lambda eps, beta=0.5, tau=0.5: synthetic_pairwise_judge(  # noqa: E731
-        ident, temperature=tau, position_bias=beta, flip_prob=eps
-    )
-    o, a, key = jnp.array([0.5]), jnp.array([0.0]), keys[0]
-    expect = lambda j, x, y: win_rate_reward(key, j, x, y, sample=False)[0][0]  # noqa: E731
-    # 2. Var[r | o] = 1/(8K) at p = ½ (equal qualities, no position bias); K as an anchor mask.
-    k_max = max(REFERENCE_VARIANCE)
-    masks = jnp.array([[float(i < k) for i in range(k_max)] for k in REFERENCE_VARIANCE])
-    draw = lambda kk, m: win_rate_reward(  # noqa: E731
-        kk, judge(0.0, 0.0), o, jnp.full(k_max, 0.5), anchor_mask=m
-    )[0][0]
-    variance = jax.vmap(lambda m: jnp.var(jax.vmap(lambda kk: draw(kk, m))(keys)))(masks)
-    # 3. GRPO advantages are invariant to the flip's affine map ε + (1 - 2ε) r.
-    r = jax.random.uniform(keys[1], (4, 8))
-    # 4. A deterministic judge: the fraction of anchors of lower quality + ½ ties.
-    det = win_rate_reward(key, judge(0.0, 0.0, 1e-3), jnp.array([1.0, 3.0, -1.0]),
-                          jnp.array([0.0, 1.0, 2.0, 1.0]), sample=False)[0]  # fmt: skip
-    errors = {
-        "reward": jnp.abs(expect(judge(0.0), o, a) - REFERENCE_REWARD),
-        "flipped": jnp.abs(expect(judge(0.2), o, a) - REFERENCE_FLIPPED),
-        "tie_half": jnp.abs(expect(judge(0.2), a, a) - 0.5),
-        "affine": jnp.max(jnp.abs(group_advantages(r) - group_advantages(0.2 + 0.6 * r))),
-        "deterministic": jnp.max(jnp.abs(det - jnp.array([0.5, 1.0, 0.0]))),
-    }
-    return errors, variance
-
-
-def _reference_checks(config: TSRLConfig) -> dict:
-    keys = jax.random.split(jax.random.key(1), config.reference_draws)
-    errors, var = jax.jit(_reference_values)(keys)
-    errors = {k: float(v) for k, v in errors.items()}
-    variance = {k: float(v) for k, v in zip(REFERENCE_VARIANCE, var, strict=True)}
-    var_ok = all(abs(variance[k] - v) <= VARIANCE_RTOL * v for k, v in REFERENCE_VARIANCE.items())
-    passed = max(errors.values()) <= REFERENCE_TOL and var_ok
-    return {"errors": errors, "variance": variance, "passed": bool(passed)}
 
 
 def note_parts_pass(q: dict) -> tuple[bool, bool, bool]:
@@ -718,7 +477,9 @@ def run(config: TSRLConfig, rng_key: jax.Array, progress: Progress) -> Result:
     start = time.perf_counter()
     tab_key, seq_key = jax.random.split(rng_key)
     steps = {
-        "reference": lambda: _reference_checks(config),
+        "reference": lambda: tsrl_reference_checks(
+            config.reference_draws, tolerance=REFERENCE_TOL, variance_rtol=VARIANCE_RTOL
+        ),
         "tabular": lambda: _run_tabular(config, tab_key),
         "sequence": lambda: _run_sequence(config, seq_key, progress),
     }
@@ -836,23 +597,3 @@ def run(config: TSRLConfig, rng_key: jax.Array, progress: Progress) -> Result:
         "config": dataclasses.asdict(config),
     }
     return Result(metrics=metrics, parts=parts, figures=_figure(config, tab, seq), reason=reason)
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _parts  # noqa: E402 (added at the end: issue 45)
-
-_parts.declare_parts(
-    "tsrl",
-    lambda config: _parts.whole_run_parts(
-        config,
-        quick_cpu_s=_parts.QUICK_BUDGET_S,
-        source="not in the README: the issues' quick budget",
-        work=lambda c: (
-            c.seeds * c.num_prompts * c.num_candidates * c.steps * len(c.anchors) * len(c.flips)
-            + c.seq_seeds * c.seq_steps * c.seq_vocab**c.seq_length
-        ),
-        work_text="tabular seeds x prompts x candidates x steps x anchors x flips, plus the "
-        "sequence policy's seeds x steps x sequences",
-        kind="small",
-    ),
-)

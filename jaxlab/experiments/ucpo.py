@@ -53,7 +53,6 @@ import jax
 import jax.numpy as jnp
 import matplotlib
 import numpy as np
-import optax
 from matplotlib.figure import Figure
 
 from jaxlab._src.experiments import (
@@ -68,19 +67,11 @@ from jaxlab._src.experiments import (
 )
 from jaxlab._src.stats import t_interval
 from jaxlab.rl import (
-    RIGHT,
-    UNCERTAIN,
-    WRONG,
-    TabularPolicy,
+    TERNARY_ADVANTAGE_KINDS,
     TernaryBandit,
-    dynamic_uncertainty_gain,
-    expected_answer_metrics,
-    group_advantages,
-    grpo,
-    ternary_bandit,
-    ternary_labels,
-    ternary_rewards,
-    ucpo_advantages,
+    seed_answer_metrics,
+    ternary_bandit_program,
+    ucpo_reference_checks,
 )
 
 __all__ = ["UCPOConfig", "run"]
@@ -108,17 +99,7 @@ LOW_UNCERTAIN_REWARD, HIGH_UNCERTAIN_REWARD = 0.2, 0.5  # (d): the paper's two r
 # is right half the time, which is no longer a penalty for not knowing).
 UNCERTAIN_REWARDS = (0.1, 0.2, 0.3, 0.4, 0.5)
 WARM_KEY_LOGIT, WARM_ABSTAIN_LOGIT = 1.0, -2.0  # the note's pretrained start
-# The note's reference table: (n_R, n_W, n_U) -> Â_U (r_u 0.2), Â_U (r_u 0.5), TAD Â_R, Â_W,
-# γ, UCPO Â_U (R = 1, W = 0, population std, ε = 1e-6, w = 1, G = 8).
-REFERENCE_TABLE = {
-    (6, 1, 1): (-1.4635, -0.8980, 0.4082, -2.4495, 0.3304, 0.1349),
-    (1, 6, 1): (0.1525, 0.8980, 2.4495, -0.4082, 0.7321, 1.7934),
-    (3, 3, 2): (-0.4977, 0.0000, 1.0000, -1.0000, 0.3250, 0.3250),
-    (4, 2, 2): (-0.7683, -0.3015, 0.7071, -1.4142, 0.2083, 0.1473),
-    (2, 2, 4): (-0.3906, 0.0000, 1.0000, -1.0000, -0.0833, -0.0833),
-    (1, 1, 6): (-0.2662, 0.0000, 1.0000, -1.0000, -0.3393, -0.3393),
-    (2, 1, 5): (-0.4774, -0.2085, 0.7071, -1.4142, -0.3542, -0.2504),
-}
+# The note's reference table is jaxlab.rl.UCPO_REFERENCE_TABLE (checked by ucpo_reference_checks).
 REFERENCE_TOL = 1.5e-4  # the table's four decimals (± 0.5e-4) plus float32
 # Why an arm may skip more than 1 % of its updates: without NTF a group with no right rollout
 # gives every abstention Â_R = 1/ε = 1e6 (the note's pitfall), which the ablation exists to show.
@@ -127,7 +108,6 @@ SKIP_EXPLAINED = {
     "abstentions the advantage 1/ε = 1e6 (the note's pitfall; the ablation shows it)"
 }
 
-_KINDS = ("grpo", "grpo_uc", "ucpo")
 STARTS = ("cold", "warm")
 BANDITS = ("calibrated", "held_out")
 
@@ -213,89 +193,35 @@ def _arms(config: UCPOConfig) -> list[tuple[str, str, float, float, bool]]:
     return arms
 
 
-def _program(config: UCPOConfig, bandit_name: str):
-    """One jitted program per bandit; every run (an arm's kind, r_u, w and NTF, a start and a
-    seed) is an argument, all of them vmapped along one axis."""
-    q, k, knowability = _bandit_sizes(config, bandit_name)
-    b, g = config.batch_prompts, config.group_size
-    policy = TabularPolicy(q, k + 1, shared_bias=True)
-    levels = jnp.asarray(knowability, jnp.float32)
-    # Loss = mean over B G tokens: sgd(lr B) on the logits is the note's lr (1/G) Σ per prompt,
-    # sgd(lr) on the shared bias its lr (1/(BG)) Σ over the batch.
-    labels_tree = {"logits": "logits", "bias": "bias"}
-
-    def one(key, kind, uncertain_reward, weight, ntf, warm, lr_prompt, lr_bias):
-        task_key, run_key = jax.random.split(key)
-        bandit = ternary_bandit(task_key, q, k, knowability)
-
-        def reward_fn(kk, tokens, prompts):
-            prompt_grid = jnp.broadcast_to(prompts[:, None], tokens.shape[:2])
-            return ternary_labels(kk, bandit, prompt_grid, tokens[..., 0])
-
-        def advantage_fn(labels):
-            binary = group_advantages((labels == RIGHT).astype(jnp.float32))
-            fixed = group_advantages(ternary_rewards(labels, uncertain_reward=uncertain_reward))
-            kept = ucpo_advantages(labels, suppression_weight=weight)[0]
-            unfiltered = ucpo_advantages(
-                labels, suppression_weight=weight, filter_non_ternary=False
-            )
-            ucpo = jnp.where(ntf, kept, unfiltered[0])
-            return jnp.stack([binary, fixed, ucpo])[kind]
-
-        tx = optax.multi_transform(
-            {"logits": optax.sgd(lr_prompt * b), "bias": optax.sgd(lr_bias)}, labels_tree
-        )
-        optimizer = grpo(
-            policy.sample, policy.log_prob, reward_fn, tx, group_size=g, advantage=advantage_fn
-        )
-        logits = jnp.zeros((q, k + 1))
-        logits = logits.at[jnp.arange(q), bandit.key_answer].set(warm * WARM_KEY_LOGIT)
-        logits = logits.at[:, k].set(warm * WARM_ABSTAIN_LOGIT)
-
-        def body(state, kk):
-            pk, sk = jax.random.split(kk)
-            state, _ = optimizer.step(sk, state, jax.random.permutation(pk, q)[:b])
-            unsure = policy.probabilities(state.params)[:, k]
-            by_level = jnp.array(
-                [jnp.mean(unsure, where=bandit.knowability == lv) for lv in levels]
-            )
-            return state, by_level
-
-        state, curve = jax.lax.scan(
-            body, optimizer.init(policy.init(logits)), jax.random.split(run_key, config.steps)
-        )
-        return (
-            policy.probabilities(state.params),
-            curve[:: config.record_every],
-            state.skipped_count,
-            bandit.key_answer,
-        )
-
-    return jax.jit(jax.vmap(one, in_axes=(0,) * 6 + (None, None)))
-
-
-def _seed_keys(config: UCPOConfig, rng_key, bandit_name: str) -> jax.Array:
-    """The paired seeds' keys; each bandit draws its own."""
-    return jax.random.split(jax.random.fold_in(rng_key, BANDITS.index(bandit_name)), config.seeds)
-
-
 def _train(config: UCPOConfig, rng_key, bandit_name: str) -> dict:
     arms = _arms(config)
     q, k, knowability = _bandit_sizes(config, bandit_name)
     start = time.perf_counter()
-    keys = _seed_keys(config, rng_key, bandit_name)
+    # The paired seeds' keys; each bandit draws its own.
+    keys = jax.random.split(jax.random.fold_in(rng_key, BANDITS.index(bandit_name)), config.seeds)
     # Runs in (arm, start, seed) order; a seed's key (bandit, initial policy, sampling) is
     # the same for every arm and start: the seeds are paired.
     grid = [(arm, warm, s) for arm in arms for warm in (0.0, 1.0) for s in range(config.seeds)]
     seed_index = np.array([s for _, _, s in grid])
     columns = [
-        np.array([_KINDS.index(arm[1]) for arm, _, _ in grid], np.int32),
+        np.array([TERNARY_ADVANTAGE_KINDS.index(arm[1]) for arm, _, _ in grid], np.int32),
         np.array([arm[2] for arm, _, _ in grid], np.float32),
         np.array([arm[3] for arm, _, _ in grid], np.float32),
         np.array([arm[4] for arm, _, _ in grid], bool),
         np.array([warm for _, warm, _ in grid], np.float32),
     ]
-    out = _program(config, bandit_name)(
+    program = ternary_bandit_program(
+        q,
+        k,
+        knowability,
+        batch_prompts=config.batch_prompts,
+        group_size=config.group_size,
+        steps=config.steps,
+        record_every=config.record_every,
+        warm_key_logit=WARM_KEY_LOGIT,
+        warm_abstain_logit=WARM_ABSTAIN_LOGIT,
+    )
+    out = program(
         keys[seed_index], *columns, config.prompt_learning_rate, config.bias_learning_rate
     )
     shape = (len(arms), len(STARTS), config.seeds)
@@ -313,27 +239,8 @@ def _train(config: UCPOConfig, rng_key, bandit_name: str) -> dict:
     out = {}
     for i, (name, *_rest) in enumerate(arms):
         for j, start_name in enumerate(STARTS):
-            per_seed = [
-                expected_answer_metrics(bandits[s], jnp.asarray(probs[i, j, s]))
-                for s in range(config.seeds)
-            ]
-            levels = list(per_seed[0]["abstain_by_knowability"])
-            mean = {
-                m: float(np.mean([r[m] for r in per_seed]))
-                for m in ("accuracy", "paq", "f1", "uncertainty_ratio")
-            }
-            mean["abstain_by_knowability"] = [
-                float(np.mean([r["abstain_by_knowability"][lv] for r in per_seed])) for lv in levels
-            ]
             out[f"{start_name}/{name}"] = {
-                "mean": mean,
-                "per_seed": [
-                    {
-                        **{m: r[m] for m in mean if m != "abstain_by_knowability"},
-                        "abstain_by_knowability": list(r["abstain_by_knowability"].values()),
-                    }
-                    for r in per_seed
-                ],  # fmt: skip
+                **seed_answer_metrics(bandits, probs[i, j]),
                 "abstain_curve": curves[i, j].mean(0).tolist(),
                 "skipped_steps": skipped[i, j].tolist(),
             }
@@ -343,47 +250,6 @@ def _train(config: UCPOConfig, rng_key, bandit_name: str) -> dict:
         "num_prompts": q,
         "num_answers": k,
         "seconds": seconds,
-    }
-
-
-@jax.jit
-def _reference_advantages(table, plain, ntf_groups):
-    """Everything the reference checks evaluate, in one compiled program."""
-    uc = [group_advantages(ternary_rewards(table, uncertain_reward=ru)) for ru in (0.2, 0.5)]
-    binary = group_advantages((plain == RIGHT).astype(jnp.float32))
-    return (
-        uc[0],
-        uc[1],
-        ucpo_advantages(table)[0],
-        dynamic_uncertainty_gain(table),
-        jnp.max(jnp.abs(ucpo_advantages(plain)[0] - binary)),
-        ucpo_advantages(ntf_groups)[1],
-    )
-
-
-def _reference_checks() -> dict:
-    rows = list(REFERENCE_TABLE)
-    labels = jnp.array([[RIGHT] * r + [WRONG] * w + [UNCERTAIN] * u for r, w, u in rows], jnp.int32)
-    # Properties: no uncertain rollout -> TAD equals GRPO; NTF masks n_R n_W = 0 exactly.
-    plain = jnp.array([[RIGHT, WRONG, WRONG, RIGHT, RIGHT, WRONG, RIGHT, RIGHT]])
-    ntf_groups = jnp.array([[RIGHT, UNCERTAIN], [WRONG, UNCERTAIN], [RIGHT, WRONG]])
-    uc_low, uc_high, tad, gain, grpo_gap, masks = map(
-        np.asarray, _reference_advantages(labels, plain, ntf_groups)
-    )
-    last = -1  # an uncertain rollout sits last in every row
-    got = [
-        (uc_low[i, last], uc_high[i, last], tad[i, 0], tad[i, r], gain[i], tad[i, last])
-        for i, (r, _, _) in enumerate(rows)
-    ]
-    expected = np.array(list(REFERENCE_TABLE.values()))
-    error = float(np.max(np.abs(np.array(got, np.float64) - expected)))
-    grpo_gap = float(grpo_gap)
-    mask_ok = masks.tolist() == [False, False, True]
-    return {
-        "table_error": error,
-        "tad_equals_grpo_error": grpo_gap,
-        "ntf_mask_ok": mask_ok,
-        "passed": bool(error <= REFERENCE_TOL and grpo_gap <= 1e-5 and mask_ok),
     }
 
 
@@ -511,38 +377,49 @@ def _parts(bandit: str, runs: dict, comps: dict, seeds: int) -> tuple[list[Part]
         cs = comps[start]
         best = f"grpo_uc_{cs['best_uncertain_reward']:g}"
         u = _line(arms, start, "ucpo")
-        parts.append(Part(
-            f"(note a, {where}, {start} start) UCPO's PAQ exceeds GRPO's by more than "
-            f"{MIN_PAQ_GAIN}",
-            f"{ci}: {_interval(cs['a_grpo'][0])}; {u}; {_line(arms, start, 'grpo')}",
-            cs["a_grpo"][0]["status"],
-        ))  # fmt: skip
-        parts.append(Part(
-            f"(note a, {where}, {start} start) UCPO's PAQ exceeds the best fixed-r_u GRPO-UC's "
-            f"(r_u in {{{', '.join(f'{r:g}' for r in comps['rewards'])}}}, chosen by seed-mean PAQ "
-            f"on the same seeds) by more than {MIN_PAQ_GAIN}",
-            f"best r_u = {cs['best_uncertain_reward']:g}; {ci}: {_interval(cs['a_grpo_uc'][0])}; "
-            f"{u}; {_line(arms, start, best)}; {_uncollapsed(cs)}",
-            cs["a_grpo_uc"][0]["status"],
-        ))  # fmt: skip
+        parts.append(
+            Part(
+                f"(note a, {where}, {start} start) UCPO's PAQ exceeds GRPO's by more than "
+                f"{MIN_PAQ_GAIN}",
+                f"{ci}: {_interval(cs['a_grpo'][0])}; {u}; {_line(arms, start, 'grpo')}",
+                cs["a_grpo"][0]["status"],
+            )
+        )
+        parts.append(
+            Part(
+                f"(note a, {where}, {start} start) UCPO's PAQ exceeds the best fixed-r_u GRPO-UC's "
+                f"(r_u in {{{', '.join(f'{r:g}' for r in comps['rewards'])}}}, chosen by "
+                f"seed-mean PAQ on the same seeds) by more than {MIN_PAQ_GAIN}",
+                f"best r_u = {cs['best_uncertain_reward']:g}; {ci}: "
+                f"{_interval(cs['a_grpo_uc'][0])}; {u}; {_line(arms, start, best)}; "
+                f"{_uncollapsed(cs)}",
+                cs["a_grpo_uc"][0]["status"],
+            )
+        )
         b_status = verdict_status(c["status"] for c in cs["b"])
         steps = ", ".join(_interval(c) for c in cs["b"][:-1])
-        parts.append(Part(
-            f"(note b, {where}, {start} start) UCPO's abstention falls as κ rises, "
-            f"abstain(κ={levels[0]:.3g}) >= {MIN_ABSTAIN_CONTRAST:g} abstain(κ={levels[-1]:.3g})",
-            f"adjacent drops {steps}; abstain(lowest) − {MIN_ABSTAIN_CONTRAST:g} abstain(highest) "
-            f"{_interval(cs['b'][-1])} (per-seed, 95% t-intervals); {u}",
-            b_status,
-        ))  # fmt: skip
+        parts.append(
+            Part(
+                f"(note b, {where}, {start} start) UCPO's abstention falls as κ rises, "
+                f"abstain(κ={levels[0]:.3g}) >= {MIN_ABSTAIN_CONTRAST:g} "
+                f"abstain(κ={levels[-1]:.3g})",
+                f"adjacent drops {steps}; abstain(lowest) − {MIN_ABSTAIN_CONTRAST:g} "
+                f"abstain(highest) {_interval(cs['b'][-1])} (per-seed, 95% t-intervals); {u}",
+                b_status,
+            )
+        )
         c_status = verdict_status(c["status"] for c in cs["c"])
-        parts.append(Part(
-            f"(note c, {where}, {start} start) no collapse: UCPO abstains on < {MAX_ABSTAIN} "
-            f"overall with accuracy >= {MIN_ACCURACY_RATIO} x GRPO's",
-            f"{MAX_ABSTAIN} − abstain {_interval(cs['c'][0])}; acc(UCPO) − {MIN_ACCURACY_RATIO} "
-            f"acc(GRPO) {_interval(cs['c'][1])} (per-seed, 95% t-intervals); {u}; "
-            f"{_line(arms, start, 'grpo')}",
-            c_status,
-        ))  # fmt: skip
+        parts.append(
+            Part(
+                f"(note c, {where}, {start} start) no collapse: UCPO abstains on < {MAX_ABSTAIN} "
+                f"overall with accuracy >= {MIN_ACCURACY_RATIO} x GRPO's",
+                f"{MAX_ABSTAIN} − abstain {_interval(cs['c'][0])}; acc(UCPO) − "
+                f"{MIN_ACCURACY_RATIO} acc(GRPO) {_interval(cs['c'][1])} (per-seed, 95% "
+                f"t-intervals); {u}; "
+                f"{_line(arms, start, 'grpo')}",
+                c_status,
+            )
+        )
         by_part["a"] += [cs["a_grpo"][0]["status"], cs["a_grpo_uc"][0]["status"]]
         by_part["b"].append(b_status)
         by_part["c"].append(c_status)
@@ -560,12 +437,21 @@ def _figure(config: UCPOConfig, runs: dict, comps: dict):
         arms, levels = b["arms"], b["levels"]
         for ax, start in zip(row[:2], STARTS, strict=True):
             for arm, style in (("grpo", dict(color="k")), ("ucpo", dict(color="C3", lw=2.5))):
-                ax.plot(levels, arms[f"{start}/{arm}"]["mean"]["abstain_by_knowability"], "o-",
-                        label=arm, **style)  # fmt: skip
+                ax.plot(
+                    levels,
+                    arms[f"{start}/{arm}"]["mean"]["abstain_by_knowability"],
+                    "o-",
+                    label=arm,
+                    **style,
+                )
             for i, r in enumerate(rewards):
-                ax.plot(levels, arms[f"{start}/grpo_uc_{r:g}"]["mean"]["abstain_by_knowability"],
-                        ".--", color=shades(i / max(len(rewards) - 1, 1)),
-                        label=f"GRPO-UC {r:g}")  # fmt: skip
+                ax.plot(
+                    levels,
+                    arms[f"{start}/grpo_uc_{r:g}"]["mean"]["abstain_by_knowability"],
+                    ".--",
+                    color=shades(i / max(len(rewards) - 1, 1)),
+                    label=f"GRPO-UC {r:g}",
+                )
             ax.set_xlabel("knowability κ")
             ax.set_ylabel("abstention")
             ax.set_title(f"{bandit} bandit ({b['num_answers']} answers), {start} start")
@@ -574,16 +460,27 @@ def _figure(config: UCPOConfig, runs: dict, comps: dict):
         for j, start in enumerate(STARTS):
             paq = [_seed_values(arms, start, f"grpo_uc_{r:g}", "paq") for r in rewards]
             mean = [t_interval(p, CONFIDENCE) for p in paq]
-            ax.errorbar(rewards, [m[0] for m in mean],
-                        yerr=[[m[0] - m[1] for m in mean], [m[2] - m[0] for m in mean]],
-                        fmt="o-", color=f"C{j}", capsize=3, label=f"GRPO-UC, {start}")  # fmt: skip
+            ax.errorbar(
+                rewards,
+                [m[0] for m in mean],
+                yerr=[[m[0] - m[1] for m in mean], [m[2] - m[0] for m in mean]],
+                fmt="o-",
+                color=f"C{j}",
+                capsize=3,
+                label=f"GRPO-UC, {start}",
+            )
             for arm, ls in (("ucpo", "-"), ("grpo", ":")):
                 m, lo, hi = t_interval(_seed_values(arms, start, arm, "paq"), CONFIDENCE)
                 ax.axhline(m, color=f"C{j}", ls=ls, label=f"{arm.upper()}, {start}")
                 ax.axhspan(lo, hi, color=f"C{j}", alpha=0.1)
             best = comps[bandit][start]["best_uncertain_reward"]
-            ax.plot([best], [np.mean(_seed_values(arms, start, f"grpo_uc_{best:g}", "paq"))], "*",
-                    ms=14, color=f"C{j}")  # fmt: skip
+            ax.plot(
+                [best],
+                [np.mean(_seed_values(arms, start, f"grpo_uc_{best:g}", "paq"))],
+                "*",
+                ms=14,
+                color=f"C{j}",
+            )
         ax.set_xlabel("GRPO-UC's fixed r_u")
         ax.set_ylabel("PAQ (mean, 95% t-interval)")
         ax.set_title(f"{bandit} bandit: PAQ (★ best r_u)")
@@ -601,7 +498,7 @@ def run(config: UCPOConfig, rng_key: jax.Array, progress: Progress) -> Result:
                 f"uncertain_rewards must hold {r} (part d), got {config.uncertain_rewards}"
             )
     start_time = time.perf_counter()
-    reference = _reference_checks()
+    reference = ucpo_reference_checks(REFERENCE_TOL)
     runs = {b: _train(config, rng_key, b) for b in progress.track(BANDITS, description="bandits")}
     seconds = time.perf_counter() - start_time
     comps, parts, levels = {}, [], {}
@@ -618,21 +515,26 @@ def run(config: UCPOConfig, rng_key: jax.Array, progress: Progress) -> Result:
         levels[bandit] = note_level(statuses)
     arms = runs["calibrated"]["arms"]
     d_comps = [comps["calibrated"][s]["d"][0] for s in ("warm", "cold")]
-    parts.append(Part(
-        f"(note d, calibrated bandit) GRPO-UC is r_u-sensitive: warm, r_u = "
-        f"{LOW_UNCERTAIN_REWARD}: abstain(κ=0) < {MAX_UC_LOW_ABSTAIN}; cold, r_u = "
-        f"{HIGH_UNCERTAIN_REWARD}: abstain(κ=1/3) > {MIN_UC_HIGH_ABSTAIN}",
-        f"{MAX_UC_LOW_ABSTAIN} − warm abstain(κ=0) {_interval(d_comps[0])}, cold abstain(κ=1/3) − "
-        f"{MIN_UC_HIGH_ABSTAIN} {_interval(d_comps[1])} (per-seed, 95% t-intervals); warm "
-        f"{_line(arms, 'warm', 'grpo_uc_0.2')}; cold {_line(arms, 'cold', 'grpo_uc_0.5')}",
-        verdict_status(c["status"] for c in d_comps),
-    ))  # fmt: skip
-    parts.append(check(
-        "the note's reference table (GRPO-UC, TAD, γ, UCPO advantages) and properties",
-        f"max table error {reference['table_error']:.1e}, TAD-vs-GRPO without U "
-        f"{reference['tad_equals_grpo_error']:.1e}, NTF mask {reference['ntf_mask_ok']}",
-        reference["passed"],
-    ))  # fmt: skip
+    parts.append(
+        Part(
+            f"(note d, calibrated bandit) GRPO-UC is r_u-sensitive: warm, r_u = "
+            f"{LOW_UNCERTAIN_REWARD}: abstain(κ=0) < {MAX_UC_LOW_ABSTAIN}; cold, r_u = "
+            f"{HIGH_UNCERTAIN_REWARD}: abstain(κ=1/3) > {MIN_UC_HIGH_ABSTAIN}",
+            f"{MAX_UC_LOW_ABSTAIN} − warm abstain(κ=0) {_interval(d_comps[0])}, cold "
+            f"abstain(κ=1/3) − {MIN_UC_HIGH_ABSTAIN} {_interval(d_comps[1])} (per-seed, 95% "
+            "t-intervals); warm "
+            f"{_line(arms, 'warm', 'grpo_uc_0.2')}; cold {_line(arms, 'cold', 'grpo_uc_0.5')}",
+            verdict_status(c["status"] for c in d_comps),
+        )
+    )
+    parts.append(
+        check(
+            "the note's reference table (GRPO-UC, TAD, γ, UCPO advantages) and properties",
+            f"max table error {reference['table_error']:.1e}, TAD-vs-GRPO without U "
+            f"{reference['tad_equals_grpo_error']:.1e}, NTF mask {reference['ntf_mask_ok']}",
+            reference["passed"],
+        )
+    )
     skipped = {
         f"{bandit}/{arm}": runs[bandit]["arms"][arm]["skipped_steps"]
         for bandit in BANDITS
@@ -684,7 +586,7 @@ def run(config: UCPOConfig, rng_key: jax.Array, progress: Progress) -> Result:
             }
             for b in BANDITS
             for s in STARTS
-        },  # fmt: skip
+        },
         "reference_checks": reference,
         "runs": runs,
         "skipped_steps": skipped,
@@ -692,21 +594,3 @@ def run(config: UCPOConfig, rng_key: jax.Array, progress: Progress) -> Result:
         "config": dataclasses.asdict(config),
     }
     return Result(metrics=metrics, parts=parts, figures=_figure(config, runs, comps), reason=reason)
-
-
-# --- The full profile in parts (issue 45) ---------------------------------------------------------
-from jaxlab._src import parts as _run_parts  # noqa: E402 (added at the end: issue 45)
-
-_run_parts.declare_parts(
-    "ucpo",
-    lambda config: _run_parts.whole_run_parts(
-        config,
-        quick_cpu_s=44.0,
-        source="README: 44 s of CPU",
-        work=lambda c: (
-            c.seeds * c.steps * (c.num_prompts + c.held_out_num_prompts) * (5 if c.ablations else 1)
-        ),
-        work_text="seeds x steps x prompts of both bandits x (1 + four ablation arms)",
-        kind="small",
-    ),
-)

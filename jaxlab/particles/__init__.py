@@ -10,7 +10,8 @@ blackjax does per algorithm. The same step runs vmapped on one device and under
 ``jax.shard_map`` over a ``'particles'`` mesh axis (:func:`shard_step`), also across processes;
 the noise (:func:`particle_noise`) is a counter hash of the particle's global index, so it does
 not depend on the sharding. :func:`ensemble_step` steps many independent systems at once (in
-antithetic noise pairs) and :func:`time_average` averages a statistic over a run: with the exact
+antithetic noise pairs), :func:`run_sampler` runs one system's steps in one compiled scan
+and :func:`time_average` averages a statistic over a run: with the exact
 finite-``N`` law of the interacting box (:func:`interacting_box_finite_particle_moments`,
 :func:`interacting_box_stationary_sample`) they measure propagation of chaos.
 """
@@ -56,6 +57,7 @@ from jaxlab.particles._problems import (
     simplex_linear_potential_mean,
     teacher_network_data,
 )
+from jaxlab.particles._run import run_sampler
 
 __all__ = [
     # mirror maps
@@ -72,6 +74,7 @@ __all__ = [
     "mfld",
     "mmfld",
     "nearest_neighbour_entropy",
+    "run_sampler",
     "particle_noise",
     "particle_uniform",
     "shard_step",

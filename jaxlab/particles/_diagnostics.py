@@ -37,6 +37,13 @@ class LinearPhaseFit(NamedTuple):
     r2: float
     fitted: bool
 
+    def as_dict(self) -> dict:
+        """The fit as a JSON-able dict; the window's times only when a fit was made."""
+        out = {"floor": self.floor, "points": self.points}
+        if self.fitted:
+            out.update(t_start=self.t_start, t_end=self.t_end)
+        return {**out, "slope": self.slope, "r2": self.r2}
+
 
 def linear_phase_fit(
     times: jax.typing.ArrayLike,

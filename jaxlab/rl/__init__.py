@@ -35,9 +35,23 @@
 * Problems with known answers: :class:`TabularPolicy`, :func:`tournament_bandit`,
   :func:`hidden_quality_sequences`, :func:`normalized_quality`, :func:`hidden_quality_win_rate`,
   :func:`ternary_bandit`, :func:`ternary_labels`, :func:`expected_answer_metrics`.
+* Training programs of the TSRL and UCPO studies, each one compiled program over its arms:
+  :func:`tournament_bandit_program` / :func:`tournament_bandit_arms` (the note's arms,
+  :func:`tournament_toy_arms`), :func:`hidden_quality_sequence_program` /
+  :func:`hidden_quality_sequence_study` (each arm at its own bracketed lr,
+  :func:`bracket_learning_rate`), :func:`judged_group_reward`, :func:`judge_calls_per_step`,
+  :func:`ternary_bandit_program`, :func:`seed_answer_metrics`, and the notes' reference checks
+  (:func:`tsrl_reference_checks`, :func:`ucpo_reference_checks`).
 """
 
 from jaxlab._src.optimization import OptimizationAlgorithm, counted
+from jaxlab.rl._bandit_runs import (
+    TERNARY_ADVANTAGE_KINDS,
+    UCPO_REFERENCE_TABLE,
+    seed_answer_metrics,
+    ternary_bandit_program,
+    ucpo_reference_checks,
+)
 from jaxlab.rl._black_box import (
     BlackBoxInfo,
     BlackBoxOptimizer,
@@ -96,6 +110,22 @@ from jaxlab.rl._problems import (
     ternary_bandit,
     ternary_labels,
     tournament_bandit,
+)
+from jaxlab.rl._tournament_runs import (
+    JUDGED_REWARD_KINDS,
+    JUDGED_REWARD_RANGE,
+    TSRL_REFERENCE,
+    autoregressive_policy_batch,
+    bracket_learning_rate,
+    hidden_quality_sequence_program,
+    hidden_quality_sequence_study,
+    judge_calls_per_step,
+    judged_group_reward,
+    tournament_bandit_arms,
+    tournament_bandit_program,
+    tournament_toy_arms,
+    tsrl_reference_checks,
+    tsrl_reference_errors,
 )
 from jaxlab.rl._tsrl import (
     JudgeInfo,
@@ -195,4 +225,24 @@ __all__ = [
     "onemax",
     "random_maxcut",
     "random_qubo",
+    # training programs on the known-answer bandits (the experiments' arms as one program)
+    "TERNARY_ADVANTAGE_KINDS",
+    "UCPO_REFERENCE_TABLE",
+    "seed_answer_metrics",
+    "ternary_bandit_program",
+    "ucpo_reference_checks",
+    "JUDGED_REWARD_KINDS",
+    "JUDGED_REWARD_RANGE",
+    "TSRL_REFERENCE",
+    "autoregressive_policy_batch",
+    "bracket_learning_rate",
+    "hidden_quality_sequence_program",
+    "hidden_quality_sequence_study",
+    "judge_calls_per_step",
+    "judged_group_reward",
+    "tournament_bandit_arms",
+    "tournament_bandit_program",
+    "tournament_toy_arms",
+    "tsrl_reference_checks",
+    "tsrl_reference_errors",
 ]

@@ -22,9 +22,9 @@ from jaxlab.experiments.tsrl import (
     NOTE_MARGIN_ANCHORS,
     REFERENCE_TOL,
     REFERENCE_VARIANCE,
-    RUBRIC_RANGE,
     VARIANCE_RTOL,
 )
+from jaxlab.rl import JUDGED_REWARD_RANGE
 from tests.experiments._common import run_and_check, stored_result
 
 NAME = "tsrl"
@@ -94,7 +94,7 @@ def _recomputed(metrics):
         arms[ti]["quality"], arms["pointwise"]["quality"], arms["single"]["quality"], strict=True
     )
     d = q[ti] > max(q["pointwise"], q["single"]) and all(t > max(p, s) for t, p, s in seeds)
-    var = {n: np.mean(x["noise_variance"]) / (RUBRIC_RANGE**2 if x["kind"] == "pointwise" else 1)
+    var = {n: np.mean(x["noise_variance"]) / JUDGED_REWARD_RANGE[x["kind"]] ** 2
            for n, x in arms.items()}  # fmt: skip
     e = var[ti] < min(var["pointwise"], var["single"])
     anchors = metrics["config"]["anchors"]
