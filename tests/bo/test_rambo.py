@@ -604,3 +604,33 @@ def test_split_merge_recovers_the_partition_the_model_prefers():
                                 split_merge_moves=SPLIT_MERGE_MOVES)  # fmt: skip
         ari = adjusted_rand_score(np.asarray(labels), np.asarray(state.assignments))
         assert ari >= MIN_ARI, (ari, info.split_merge_accepted)
+
+
+def test_retired_spellings_warn_and_give_the_same_numbers():
+    """Issue 43's deprecation aliases: ``rambo_fit``'s keywords (now ``RamboConfig``'s fields),
+    a key in place of the sweep's or move's randomness, and ``RamboState.log_params``."""
+    x, y, mask = _padded_data()
+    config = RamboConfig(num_sweeps=2, burn_in=0, max_clusters=6)
+    new = rambo_fit(jax.random.key(5), x, y, mask, config)
+    with pytest.warns(DeprecationWarning, match="num_sweeps"):
+        old = rambo_fit(jax.random.key(5), x, y, mask, num_sweeps=2, burn_in=0, max_clusters=6)
+    for u, v in zip(jax.tree.leaves(new), jax.tree.leaves(old), strict=True):
+        np.testing.assert_array_equal(u, v)
+    with pytest.raises(TypeError, match="num_sweep"):
+        rambo_fit(jax.random.key(5), x, y, mask, num_sweep=2)
+    state = new[0]
+    key = jax.random.key(6)
+    n = x.shape[0]
+    with pytest.warns(DeprecationWarning, match="randomness"):
+        keyed, _ = rambo_sweep(key, state, x, y, mask)
+    drawn, _ = rambo_sweep(sweep_randomness(key, n), state, x, y, mask)
+    np.testing.assert_array_equal(keyed.assignments, drawn.assignments)
+    with pytest.warns(DeprecationWarning, match="randomness"):
+        keyed, _ = rambo_split_merge(key, state, x, y, mask, proposal="prior")
+    drawn, _ = rambo_split_merge(
+        split_merge_randomness(key, n), state, x, y, mask, proposal="prior"
+    )
+    np.testing.assert_array_equal(keyed.assignments, drawn.assignments)
+    with pytest.warns(DeprecationWarning, match="log_params"):
+        logs = state.log_params
+    np.testing.assert_allclose(np.exp(logs), np.stack(state.params, -1), rtol=1e-6)
