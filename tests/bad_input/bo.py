@@ -53,6 +53,7 @@ for _name, _reason in {
     "GPFitInfo": "a NamedTuple returned by fit_gp",
     "RamboState": "a state NamedTuple built by rambo_init",
     "RamboFitInfo": "a NamedTuple returned by rambo_fit",
+    "RamboInfo": "a NamedTuple returned by rambo(...).step",
     "Standardization": "a NamedTuple returned by standardize",
     "SweepInfo": "a NamedTuple returned by rambo_sweep",
     "SweepRandomness": "a NamedTuple built by sweep_randomness",
@@ -204,7 +205,7 @@ probes(
 )
 probes(
     _P + "rambo_fit",
-    raises("alpha", lambda: B.rambo_fit(_key(), _X, _Y, _FIT, alpha=0.0)),
+    raises("alpha", lambda: B.rambo_fit(_key(), _X, _Y, config=_FIT, alpha=0.0)),
     raises("config", lambda: B.rambo_fit(_key(), _X, _Y, config=(2, 0)), TypeError),
     raises("num_sweeps", lambda: B.rambo_fit(_key(), _X, _Y, B.RamboConfig(num_sweeps=0))),
     raises("restricted_scans", lambda: B.RamboConfig(restricted_scans=1.5)),
@@ -216,10 +217,10 @@ probes(
         lambda: B.rambo_fit(_key(), _X, _Y, jnp.zeros(6, bool), _FIT),
         description="zero points",
     ),
-    raises("y", lambda: B.rambo_fit(_key(), _X, _Y.at[0].set(INF), _FIT)),
+    raises("y", lambda: B.rambo_fit(_key(), _X, _Y.at[0].set(INF), config=_FIT)),
     status(
         "a NaN observation under jit is counted",
-        lambda: jax.jit(lambda y: B.rambo_fit(_key(), _X, y, _FIT))(_Y.at[2].set(NAN)),
+        lambda: jax.jit(lambda y: B.rambo_fit(_key(), _X, y, config=_FIT))(_Y.at[2].set(NAN)),
         lambda out: int(out[1].nonfinite) > 0,
     ),
 )
