@@ -150,12 +150,14 @@ plt.show()
 # %%
 pts = jax.random.uniform(jax.random.key(2), (40, 2), minval=-1.0, maxval=1.0)
 vals = -two_regime(pts)  # the surrogates maximize
-# The sampler itself (blackjax's shape): init, then steps, the data closed over.
-sampler = rambo(pts, vals, config=RamboConfig(num_sweeps=sweeps, burn_in=sweeps // 2))
-state = sampler.init(jax.random.key(3))
-step = sampler.step  # jitted inside
-for key in jax.random.split(jax.random.key(4), sweeps):
-    state, info = step(key, state)
+config = RamboConfig(num_sweeps=sweeps, burn_in=sweeps // 2)
+if SMOKE:  # one compiled program: the scan of the sampler's steps
+    state, _ = rambo_fit(jax.random.key(3), pts, vals, config=config)
+else:  # the sampler itself (blackjax's shape): init, then steps, the data closed over
+    sampler = rambo(pts, vals, config=config)
+    state = sampler.init(jax.random.key(3))
+    for key in jax.random.split(jax.random.key(4), sweeps):
+        state, info = sampler.step(key, state)
 print(f"{int(state.active.sum())} regimes; lengthscales {np.round(state.params.lengthscale, 2)}")
 grid = jnp.stack([jnp.linspace(-1, 1, 200), jnp.full(200, -0.125)], -1)
 pred = jax.jit(lambda st: mixture_predict(mixture_posterior(st, pts, vals), grid))(state)
