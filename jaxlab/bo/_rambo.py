@@ -1120,7 +1120,7 @@ def build_kernel(config: RamboConfig | None = None):
 
 
 class rambo:  # lowercase: a factory, as blackjax.mala
-    """RAMBO's Gibbs sampler on data ``(x, y, mask)``: a :class:`~jaxlab.SamplingAlgorithm`.
+    """RAMBO's Gibbs sampler on data ``(x, y, mask)``: a :class:`~jaxlab.particles.SamplingAlgorithm`.
 
     ``init(rng_key, alpha=None)`` is :func:`rambo_init` on the data (k-means regimes,
     hyper-parameters drawn from the priors; ``alpha`` defaults to ``config.alpha0``) and
@@ -1137,7 +1137,7 @@ class rambo:  # lowercase: a factory, as blackjax.mala
       config: a :class:`RamboConfig` (default ``RamboConfig()``).
 
     Returns:
-      A :class:`~jaxlab.SamplingAlgorithm` ``(init, step)``.
+      A :class:`~jaxlab.particles.SamplingAlgorithm` ``(init, step)``.
 
     References:
       Zhang, Liu, Chen, Ranftl, Liu, Li, *Regime-Adaptive Bayesian Optimization via Dirichlet
