@@ -1120,7 +1120,7 @@ def build_kernel(config: RamboConfig | None = None):
 
 
 class rambo:  # lowercase: a factory, as blackjax.mala
-    """RAMBO's Gibbs sampler on data ``(x, y, mask)``: a :class:`~jaxlab.particles.SamplingAlgorithm`.
+    """RAMBO's Gibbs sampler on ``(x, y, mask)``: a :class:`~jaxlab.particles.SamplingAlgorithm`.
 
     ``init(rng_key, alpha=None)`` is :func:`rambo_init` on the data (k-means regimes,
     hyper-parameters drawn from the priors; ``alpha`` defaults to ``config.alpha0``) and
