@@ -183,7 +183,7 @@ class RamboState(NamedTuple):
 
     @property
     def log_params(self) -> jax.Array:
-        """Deprecated: ``(K, 3)`` logs of ``(σ_f, ℓ, σ_n)``; read :attr:`params` instead."""
+        """The deprecated ``(K, 3)`` logs of ``(σ_f, ℓ, σ_n)`` (read ``state.params`` instead)."""
         warnings.warn(
             "RamboState.log_params is deprecated: read state.params (a GPParams per slot)",
             DeprecationWarning,
