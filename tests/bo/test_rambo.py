@@ -609,7 +609,7 @@ SPLIT_MERGE_MOVES = 1
     reason="the sampler does not reach the partition its model prefers from k-means' start: "
     "with the fitted move (nearest-point launch, every changed regime's parameters proposed "
     "around short MAP fits; 1 move a sweep, 40 sweeps, key 104) it accepted 0 splits and 1 "
-    "merge and ended in 3 regimes at ARI 0.11 (144 CPU s, the move of 3d6fd8d). The move "
+    "merge and ended in 3 regimes at ARI 0.11 (81 CPU s; rerun at 804336f, same result). The move "
     "itself finds the halves: from one regime at the union's MAP, its first proposal was a "
     "split at ARI 0.81, accepted with log ratio +44.8. The earlier move (i's group kept the "
     "merged regime's parameters, random launch) reached ARI 0.10 with 5 moves x 200 sweeps "
