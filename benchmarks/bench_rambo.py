@@ -84,16 +84,16 @@ def _sweep_rows(grid, repeats):
             return jax.lax.scan(body, state, rands)
 
         @jax.jit
-        def many_keyed(state, keys, x=x, y=y):
+        def many_keyed(state, keys, x=x, y=y, n=n):
             def body(st, k):
-                st, info = rambo_sweep(k, st, x, y)
+                st, info = rambo_sweep(sweep_randomness(k, n), st, x, y)
                 return st, info.num_clusters
 
             return jax.lax.scan(body, state, keys)
 
         rand = sweep_randomness(jax.random.key(3), n)
         np_args = (np.asarray(x), np.asarray(y), np.asarray(state.assignments),
-                   np.asarray(state.log_params), 2.0, np.asarray(rand.order),
+                   np.log(np.stack(state.params, -1)), 2.0, np.asarray(rand.order),
                    np.asarray(rand.uniforms), np.asarray(rand.prior_draws))  # fmt: skip
         times = interleaved_times(
             {"jax": lambda: many(state, rands), "jax_keyed": lambda: many_keyed(state, keys),
@@ -116,7 +116,8 @@ def _sweep_rows(grid, repeats):
 def _paper_setting_row(n):
     """A whole 1000-sweep fit (refits every 5 sweeps) at the gate's size: the paper's setting."""
     x, y = _data(n)
-    fit = jax.jit(lambda k: rambo_fit(k, x, y, num_sweeps=1000, burn_in=500))
+    config = RamboConfig(num_sweeps=1000, burn_in=500)
+    fit = jax.jit(lambda k: rambo_fit(k, x, y, config=config))
     jax.block_until_ready(fit(jax.random.key(0)))
     start = time.perf_counter()
     jax.block_until_ready(fit(jax.random.key(1)))

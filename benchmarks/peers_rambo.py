@@ -102,22 +102,17 @@ def _batch_stats(chains, batches, stat):
 def _jaxlab_side(xs, ys, sweeps, burn_in, chains, seed):
     import jax
 
-    from jaxlab.bo import rambo_fit
+    from jaxlab.bo import RamboConfig, rambo_fit
 
+    config = RamboConfig(
+        num_sweeps=sweeps,
+        burn_in=burn_in,
+        hyper_update_every=OPTIM_EVERY,
+        max_clusters=NUM_POINTS,
+        variant="reference",
+    )
     with jax.enable_x64(True):
-        fit = jax.jit(
-            lambda k: rambo_fit(
-                k,
-                xs,
-                ys,
-                alpha=ALPHA,
-                num_sweeps=sweeps,
-                burn_in=burn_in,
-                hyper_update_every=OPTIM_EVERY,
-                max_clusters=NUM_POINTS,
-                variant="reference",
-            )  # fmt: skip
-        )
+        fit = jax.jit(lambda k: rambo_fit(k, xs, ys, config=config, alpha=ALPHA))
         jax.block_until_ready(fit(jax.random.key(10_000 + seed)))  # compile
         samples, co, seconds = [], [], []
         for c in range(chains):

@@ -59,6 +59,7 @@ from jaxlab.bo import (
     gp_predict,
     mixture_posterior,
     mixture_predict,
+    rambo,
     rambo_fit,
     sample_two_gp_regimes,
     two_regime,
@@ -103,23 +104,32 @@ for i in (0, 3, 7):
 # short lengthscale (`tests/bo/test_rambo.py`). On seed 4 the model's log joint prefers the true
 # halves (by about 50 nats), yet single-site Gibbs still ends in one regime: moving one point
 # at a time, it cannot cross the valley between the two partitions. A split-merge move (Jain and
-# Neal's restricted Gibbs sampler, `rambo_split_merge`, `rambo_fit(..., split_merge_moves=k)`)
+# Neal's restricted Gibbs sampler, `rambo_split_merge`, `RamboConfig(split_merge_moves=k)`)
 # proposes a whole new partition of two regimes at once and accepts it by Metropolis-Hastings;
-# it leaves the posterior invariant (tested against the posterior enumerated over all 52
-# partitions of 5 points).
+# it leaves the posterior invariant (tested against the posterior enumerated over all
+# partitions of a few points). Its `"fitted"` proposal launches from the nearer of two points
+# and proposes every changed regime's hyper-parameters around a short MAP fit to its points:
+# from one regime at seed 4, one such move splits the data close to the true halves (ARI 0.81)
+# and is accepted. From k-means' start the chain still does not get there in 40 sweeps with
+# one move each (ARI 0.11; the strict xfail in `tests/bo/test_rambo.py` records it).
+#
+# The sampler has blackjax's shape: `rambo(x, y, mask, config)` returns `init`/`step` with the
+# data closed over; `rambo_fit` is its scan with the post-burn-in summaries.
 
 # %%
 xd, yd, labels = sample_two_gp_regimes(jax.random.key(4), 60)
 sweeps = 10 if SMOKE else 200
-# The smoke profile skips the fit with moves: the fitted proposal's MAP steps are slow to compile.
-settings = (0,) if SMOKE else (0, 5)
-fig, axes = plt.subplots(1, len(settings), figsize=(6 * len(settings), 3), squeeze=False)
-axes = axes[0]
-for ax, moves in zip(axes, settings, strict=True):
-    state, info = rambo_fit(
-        jax.random.key(104), xd, yd, num_sweeps=sweeps, burn_in=sweeps // 2,
-        split_merge_moves=moves,
-    )  # fmt: skip
+# The smoke profile (the test suite's) shows the data only: these fits compile programs of their
+# own, and section 3 runs the same sampler at smoke size.
+settings = () if SMOKE else (0, 1)
+fig, axes = plt.subplots(1, max(len(settings), 1), figsize=(6 * max(len(settings), 1), 3))
+axes = np.atleast_1d(axes)
+if SMOKE:
+    axes[0].scatter(xd[:, 0], yd, c=np.asarray(labels), cmap="tab10", s=18)
+    axes[0].set_title("the two halves (the fits run in the quick profile)")
+for ax, moves in zip(axes, settings, strict=False):
+    config = RamboConfig(num_sweeps=sweeps, burn_in=sweeps // 2, split_merge_moves=moves)
+    state, info = rambo_fit(jax.random.key(104), xd, yd, config=config)
     ari = adjusted_rand_score(np.asarray(labels), np.asarray(state.assignments))
     ax.scatter(xd[:, 0], yd, c=np.asarray(state.assignments), cmap="tab10", s=18)
     ax.axvline(0.5, color="grey", lw=0.5)
@@ -140,7 +150,15 @@ plt.show()
 # %%
 pts = jax.random.uniform(jax.random.key(2), (40, 2), minval=-1.0, maxval=1.0)
 vals = -two_regime(pts)  # the surrogates maximize
-state, _ = rambo_fit(jax.random.key(3), pts, vals, num_sweeps=sweeps, burn_in=sweeps // 2)
+config = RamboConfig(num_sweeps=sweeps, burn_in=sweeps // 2)
+if SMOKE:  # one compiled program: the scan of the sampler's steps
+    state, _ = rambo_fit(jax.random.key(3), pts, vals, config=config)
+else:  # the sampler itself (blackjax's shape): init, then steps, the data closed over
+    sampler = rambo(pts, vals, config=config)
+    state = sampler.init(jax.random.key(3))
+    for key in jax.random.split(jax.random.key(4), sweeps):
+        state, info = sampler.step(key, state)
+print(f"{int(state.active.sum())} regimes; lengthscales {np.round(state.params.lengthscale, 2)}")
 grid = jnp.stack([jnp.linspace(-1, 1, 200), jnp.full(200, -0.125)], -1)
 pred = jax.jit(lambda st: mixture_predict(mixture_posterior(st, pts, vals), grid))(state)
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
@@ -170,7 +188,8 @@ if SMOKE:  # the experiment's smoke sizes (compiled once in the test suite)
 else:
     acq, cfg, n_init, n_iter, gp_steps = AcquisitionConfig(), RamboConfig(), 10, 20, 50
 fig, ax = plt.subplots(figsize=(6, 4))
-for surrogate in ("rambo", "sgp", "random"):
+# Smoke leaves single-GP EI out (its L-BFGS fit compiles for seconds; test_loop.py runs it).
+for surrogate in ("rambo", "random") if SMOKE else ("rambo", "sgp", "random"):
     with jax.enable_x64(True):  # float64 GP maths for the loop, scoped to it
         run = bayes_opt(
             jax.random.key(0),

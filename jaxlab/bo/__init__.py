@@ -13,7 +13,9 @@ test point and split the uncertainty into intra-regime (``Σ w_k v_k``) and inte
   :func:`gp_predict`, :func:`gp_loo_predictive` (closed-form leave-one-out), :func:`fit_gp`
   (type-II ML or MAP with optax L-BFGS or Adam), all on
   padded data with a row mask.
-* RAMBO: :func:`rambo_init`, :func:`rambo_sweep` (jitted, vmapped over regime slots, rank-one
+* RAMBO: :func:`rambo` (the sampler as a ``SamplingAlgorithm``, blackjax's shape, with
+  ``rambo.init``/``rambo.build_kernel`` and a :class:`RamboConfig`), :func:`rambo_init`,
+  :func:`rambo_sweep` (jitted, vmapped over regime slots, rank-one
   leave-one-out updates), :func:`rambo_split_merge` (Jain and Neal's split-merge move),
   :func:`rambo_fit` (sweeps, optional split-merge moves, periodic MAP refits; the posterior
   similarity matrix),
@@ -97,11 +99,13 @@ from jaxlab.bo._problems import (
 )
 from jaxlab.bo._rambo import (
     RamboFitInfo,
+    RamboInfo,
     RamboState,
     SplitMergeInfo,
     SplitMergeRandomness,
     SweepInfo,
     SweepRandomness,
+    rambo,
     rambo_fit,
     rambo_init,
     rambo_split_merge,
@@ -151,6 +155,8 @@ __all__ = [
     "standardize",
     "sweep_randomness",
     "numpy_gibbs_sweep",
+    "RamboInfo",
+    "rambo",
     # mixture predictions
     "MixturePosterior",
     "MixturePrediction",

@@ -37,67 +37,12 @@ from jaxlab.bo._mixture import (
     mixture_ucb,
 )
 from jaxlab.bo._priors import concentration_schedule
-from jaxlab.bo._rambo import _PROPOSALS, _VARIANTS, rambo_fit, standardize
+from jaxlab.bo._rambo import RamboConfig, rambo_fit, standardize
 
 __all__ = ["AcquisitionConfig", "BOResult", "RamboConfig", "bayes_opt"]
 
 SURROGATES = ("rambo", "sgp", "sgp_botorch", "random")
 ACQUISITIONS = ("ei", "log_ei", "ucb")
-
-
-@dataclasses.dataclass(frozen=True)
-class RamboConfig:
-    """RAMBO's sampler and concentration settings (defaults: the note's quick profile; the
-    paper's scale is ``num_sweeps=1000, burn_in=500``).
-
-    ``schedule`` is ``"constant"`` (``alpha0``), ``"linear"`` (``alpha_start → alpha_end`` over
-    the run) or ``"sqrtlog"`` (``alpha0 √t/ln(t + e)``); see
-    :func:`jaxlab.bo.concentration_schedule`. ``split_merge_moves`` Jain-Neal split-merge moves
-    (:func:`jaxlab.bo.rambo_split_merge`, ``restricted_scans`` scans, ``split_merge_proposal``)
-    follow each sweep; 0, the released sampler, by default.
-
-    Examples:
-      >>> RamboConfig(num_sweeps=1000, burn_in=500, schedule="sqrtlog").alpha0
-      2.0
-    """
-
-    num_sweeps: int = 40
-    burn_in: int = 15
-    hyper_update_every: int = 5
-    map_steps: int = 30
-    map_learning_rate: float = 0.01
-    max_clusters: int = 8
-    variant: str = "textbook"
-    schedule: str = "constant"
-    alpha0: float = 2.0
-    alpha_start: float = 0.5
-    alpha_end: float = 5.0
-    # Off by default: the released sampler (the method the paper and the rambo experiment
-    # compare) has no split-merge move, and each move costs a restricted-Gibbs launch plus, for
-    # the "fitted" proposal, a 25-step MAP fit, per sweep; see rambo_fit.
-    split_merge_moves: int = 0
-    restricted_scans: int = 3
-    split_merge_proposal: str = "fitted"
-
-    def __post_init__(self):
-        n = validation.check_positive_int(self.num_sweeps, "num_sweeps")
-        validation.check_int(self.burn_in, "burn_in", minimum=0, maximum=n - 1)
-        validation.check_positive_int(self.hyper_update_every, "hyper_update_every")
-        validation.check_int(self.map_steps, "map_steps", minimum=0)
-        validation.check_learning_rate(self.map_learning_rate, "map_learning_rate")
-        validation.check_int(self.max_clusters, "max_clusters", minimum=3)
-        if self.variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
-        for name in ("alpha0", "alpha_start", "alpha_end"):
-            validation.check_real(getattr(self, name), name, minimum=0.0, include_minimum=False)
-        concentration_schedule(self.schedule, total=2)  # checks the kind
-        validation.check_int(self.split_merge_moves, "split_merge_moves", minimum=0)
-        validation.check_int(self.restricted_scans, "restricted_scans", minimum=0)
-        if self.split_merge_proposal not in _PROPOSALS:
-            raise ValueError(
-                f"split_merge_proposal must be one of {_PROPOSALS}, got "
-                f"{self.split_merge_proposal!r}"
-            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,8 +69,7 @@ class AcquisitionConfig:
     lbfgs_steps: int = 60
 
     def __post_init__(self):
-        if self.kind not in ACQUISITIONS:
-            raise ValueError(f"kind must be one of {ACQUISITIONS}, got {self.kind!r}")
+        validation.check_choice(self.kind, "kind", ACQUISITIONS)
         validation.check_real(self.xi, "xi")
         validation.check_real(self.beta, "beta", minimum=0.0)
         m = validation.check_positive_int(self.num_candidates, "num_candidates")
@@ -176,24 +120,8 @@ def _acquire(acq: AcquisitionConfig, score, bounds, candidates):
 @functools.cache
 def _rambo_step(cfg: RamboConfig, acq: AcquisitionConfig):
     def step(key, x, value, mask, bounds, candidates, alpha):
-        state, info = rambo_fit(
-            key,
-            x,
-            value,
-            mask,
-            alpha=alpha,
-            num_sweeps=cfg.num_sweeps,
-            burn_in=cfg.burn_in,
-            hyper_update_every=cfg.hyper_update_every,
-            map_steps=cfg.map_steps,
-            map_learning_rate=cfg.map_learning_rate,
-            max_clusters=cfg.max_clusters,
-            variant=cfg.variant,
-            split_merge_moves=cfg.split_merge_moves,
-            restricted_scans=cfg.restricted_scans,
-            split_merge_proposal=cfg.split_merge_proposal,
-        )
-        post = mixture_posterior(state, x, value, mask)
+        state, info = rambo_fit(key, x, value, mask, cfg, alpha=alpha)
+        post = mixture_posterior(state, x, value, mask, jitter=cfg.jitter)
         best = jnp.max(jnp.where(mask, value, -jnp.inf))
 
         def score(z):
@@ -355,11 +283,9 @@ def bayes_opt(
       ((7, 2), True)
     """
     validation.check_key(rng_key)
-    if not callable(objective):
-        raise TypeError(f"objective must be callable, got {type(objective).__name__}")
+    validation.check_callable(objective, "objective", signature="objective(x) -> scalar")
     box = check_bounds(bounds)
-    if surrogate not in SURROGATES:
-        raise ValueError(f"surrogate must be one of {SURROGATES}, got {surrogate!r}")
+    validation.check_choice(surrogate, "surrogate", SURROGATES)
     num_init = validation.check_int(num_init, "num_init", minimum=1)
     num_iters = validation.check_int(num_iters, "num_iters", minimum=0)
     gp_steps = validation.check_positive_int(gp_steps, "gp_steps")

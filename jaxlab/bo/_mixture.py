@@ -23,7 +23,6 @@ from jaxlab._src import validation
 from jaxlab.bo._acquisition import expected_improvement, log_expected_improvement
 from jaxlab.bo._gp import (
     DEFAULT_JITTER,
-    GPParams,
     GPPosterior,
     Standardization,
     gp_posterior,
@@ -155,10 +154,10 @@ def mixture_posterior(state: RamboState, x, y, mask=None, *, jitter=DEFAULT_JITT
 
     Examples:
       >>> import jax, jax.numpy as jnp
-      >>> from jaxlab.bo import rambo_fit
+      >>> from jaxlab.bo import RamboConfig, rambo_fit
       >>> x = jnp.linspace(-1.0, 1.0, 10)[:, None]
       >>> y = jnp.sin(3 * x[:, 0])
-      >>> state, _ = rambo_fit(jax.random.key(0), x, y, num_sweeps=3, burn_in=0)
+      >>> state, _ = rambo_fit(jax.random.key(0), x, y, config=RamboConfig(num_sweeps=3, burn_in=0))
       >>> pred = mixture_predict(mixture_posterior(state, x, y), x[:3])
       >>> pred.mean.shape, bool(jnp.allclose(pred.weights.sum(-1), 1.0))
       ((3,), True)
@@ -167,16 +166,15 @@ def mixture_posterior(state: RamboState, x, y, mask=None, *, jitter=DEFAULT_JITT
     x, y, mask = _check_data(x, y, mask)
     _check_state(state, x.shape[0], None, jitter)
     xs, ys, stats = standardize(x, y, mask)
-    num_slots = state.log_params.shape[0]
+    num_slots = state.active.shape[0]
     members = _members(state.assignments, mask, num_slots)
     # An empty slot is fit on all rows (any valid factorization); its gate weight is zero.
     fit_mask = jnp.where(state.active[:, None], members, mask[None, :])
 
-    def one(lp, m):
-        theta = jnp.exp(lp)
-        return gp_posterior(xs, ys, GPParams(theta[0], theta[1], theta[2]), m, jitter=jitter)
+    def one(params, m):
+        return gp_posterior(xs, ys, params, m, jitter=jitter)
 
-    components = jax.vmap(one)(state.log_params, fit_mask)
+    components = jax.vmap(one)(state.params, fit_mask)
     counts = jnp.sum(members, -1)
     return MixturePosterior(components, counts, state.active, state.alpha, stats)
 
@@ -190,10 +188,10 @@ def mixture_predict(posterior: MixturePosterior, x_test) -> MixturePrediction:
 
     Examples:
       >>> import jax, jax.numpy as jnp
-      >>> from jaxlab.bo import rambo_fit
+      >>> from jaxlab.bo import RamboConfig, rambo_fit
       >>> x = jnp.linspace(0.0, 1.0, 10)[:, None]
       >>> y = jnp.cos(4 * x[:, 0])
-      >>> state, _ = rambo_fit(jax.random.key(0), x, y, num_sweeps=3, burn_in=0)
+      >>> state, _ = rambo_fit(jax.random.key(0), x, y, config=RamboConfig(num_sweeps=3, burn_in=0))
       >>> pred = mixture_predict(mixture_posterior(state, x, y), jnp.array([[0.5]]))
       >>> bool(pred.variance[0] >= pred.intra[0] >= 0)
       True

@@ -25,6 +25,17 @@ def _state():
     return B.rambo_init(_key(), _X, _Y)
 
 
+def _sweep():
+    return B.sweep_randomness(_key(), 6)
+
+
+def _moves():
+    return B.split_merge_randomness(_key(), 6)
+
+
+_FIT = B.RamboConfig(num_sweeps=2, burn_in=0)
+
+
 def _pred():
     return B.MixturePrediction(
         jnp.array(0.4),
@@ -42,6 +53,7 @@ for _name, _reason in {
     "GPFitInfo": "a NamedTuple returned by fit_gp",
     "RamboState": "a state NamedTuple built by rambo_init",
     "RamboFitInfo": "a NamedTuple returned by rambo_fit",
+    "RamboInfo": "a NamedTuple returned by rambo(...).step",
     "Standardization": "a NamedTuple returned by standardize",
     "SweepInfo": "a NamedTuple returned by rambo_sweep",
     "SweepRandomness": "a NamedTuple built by sweep_randomness",
@@ -160,13 +172,10 @@ probes(
 )
 probes(
     _P + "rambo_split_merge",
-    raises("state", lambda: B.rambo_split_merge(_key(), (1, 2), _X, _Y)),
-    raises("rng_key_or_randomness", lambda: B.rambo_split_merge(None, _state(), _X, _Y)),
-    raises("y", lambda: B.rambo_split_merge(_key(), _state(), _X, _Y.at[0].set(NAN))),
-    raises(
-        "restricted_scans",
-        lambda: B.rambo_split_merge(_key(), _state(), _X, _Y, restricted_scans=-1),
-    ),  # fmt: skip
+    raises("state", lambda: B.rambo_split_merge(_moves(), (1, 2), _X, _Y)),
+    raises("randomness", lambda: B.rambo_split_merge(None, _state(), _X, _Y)),
+    raises("y", lambda: B.rambo_split_merge(_moves(), _state(), _X, _Y.at[0].set(NAN))),
+    raises("proposal", lambda: B.rambo_split_merge(_moves(), _state(), _X, _Y, proposal="gibbs")),
 )
 probes(
     _P + "rambo_init",
@@ -181,31 +190,37 @@ probes(
 )
 probes(
     _P + "rambo_sweep",
-    raises("variant", lambda: B.rambo_sweep(_key(), _state(), _X, _Y, variant="paper")),
-    raises("rng_key_or_randomness", lambda: B.rambo_sweep(None, _state(), _X, _Y)),
-    raises("y", lambda: B.rambo_sweep(_key(), _state(), _X, _Y.at[0].set(NAN))),
-    raises("state", lambda: B.rambo_sweep(_key(), (1, 2), _X, _Y)),
+    raises("variant", lambda: B.rambo_sweep(_sweep(), _state(), _X, _Y, variant="paper")),
+    raises("randomness", lambda: B.rambo_sweep(None, _state(), _X, _Y)),
+    raises("y", lambda: B.rambo_sweep(_sweep(), _state(), _X, _Y.at[0].set(NAN))),
+    raises("state", lambda: B.rambo_sweep(_sweep(), (1, 2), _X, _Y)),
+)
+probes(
+    _P + "rambo",
+    raises("config", lambda: B.rambo(_X, _Y, config={"num_sweeps": 2}), TypeError),
+    raises("y", lambda: B.rambo(_X, _Y.at[0].set(NAN))),
+    raises("rng_key", lambda: B.rambo(_X, _Y, config=_FIT).step(None, _state())),
+    raises("state", lambda: B.rambo(_X, _Y, config=_FIT).step(_key(), (1, 2)), TypeError),
+    raises("config", lambda: B.rambo.build_kernel("fast"), TypeError),
 )
 probes(
     _P + "rambo_fit",
-    raises("alpha", lambda: B.rambo_fit(_key(), _X, _Y, alpha=0.0, num_sweeps=2, burn_in=0)),
-    raises("num_sweeps", lambda: B.rambo_fit(_key(), _X, _Y, num_sweeps=0)),
-    raises("burn_in", lambda: B.rambo_fit(_key(), _X, _Y, num_sweeps=3, burn_in=3)),
-    raises("hyper_update_every", lambda: B.rambo_fit(_key(), _X, _Y, hyper_update_every=0)),
-    raises("split_merge_moves", lambda: B.rambo_fit(_key(), _X, _Y, split_merge_moves=-1)),
-    raises("restricted_scans", lambda: B.rambo_fit(_key(), _X, _Y, restricted_scans=1.5)),
-    raises("map_learning_rate", lambda: B.rambo_fit(_key(), _X, _Y, map_learning_rate=NAN)),
+    raises("alpha", lambda: B.rambo_fit(_key(), _X, _Y, config=_FIT, alpha=0.0)),
+    raises("config", lambda: B.rambo_fit(_key(), _X, _Y, config=(2, 0)), TypeError),
+    raises("num_sweeps", lambda: B.rambo_fit(_key(), _X, _Y, B.RamboConfig(num_sweeps=0))),
+    raises("restricted_scans", lambda: B.RamboConfig(restricted_scans=1.5)),
+    raises("map_learning_rate", lambda: B.RamboConfig(map_learning_rate=NAN)),
+    raises("hyper_update_every", lambda: B.RamboConfig(hyper_update_every=0)),
+    raises("jitter", lambda: B.RamboConfig(jitter=-1.0)),
     raises(
         "mask",
-        lambda: B.rambo_fit(_key(), _X, _Y, jnp.zeros(6, bool), num_sweeps=2, burn_in=0),
+        lambda: B.rambo_fit(_key(), _X, _Y, jnp.zeros(6, bool), _FIT),
         description="zero points",
     ),
-    raises("y", lambda: B.rambo_fit(_key(), _X, _Y.at[0].set(INF), num_sweeps=2, burn_in=0)),
+    raises("y", lambda: B.rambo_fit(_key(), _X, _Y.at[0].set(INF), config=_FIT)),
     status(
         "a NaN observation under jit is counted",
-        lambda: jax.jit(lambda y: B.rambo_fit(_key(), _X, y, num_sweeps=2, burn_in=0))(
-            _Y.at[2].set(NAN)
-        ),
+        lambda: jax.jit(lambda y: B.rambo_fit(_key(), _X, y, config=_FIT))(_Y.at[2].set(NAN)),
         lambda out: int(out[1].nonfinite) > 0,
     ),
 )
@@ -465,13 +480,17 @@ probes(
 )
 probes(
     _P + "rambo_sweep",
-    raises("rng_key_or_randomness", lambda: B.rambo_sweep(_SEEN, _state(), _X, _Y), ValueError),
-    raises("state", lambda: B.rambo_sweep(_key(), _state(), _X[:4], _Y[:4]), ValueError),
-    raises("jitter", lambda: B.rambo_sweep(_key(), _state(), _X, _Y, jitter=-1.0)),
+    raises("randomness", lambda: B.rambo_sweep(_SEEN, _state(), _X, _Y), ValueError),
+    raises(
+        "state",
+        lambda: B.rambo_sweep(B.sweep_randomness(_key(), 4), _state(), _X[:4], _Y[:4]),
+        ValueError,
+    ),
+    raises("jitter", lambda: B.rambo_sweep(_sweep(), _state(), _X, _Y, jitter=-1.0)),
     raises(
         "state.assignments",
         lambda: B.rambo_sweep(
-            _key(), _state()._replace(assignments=jnp.full(6, 99, jnp.int32)), _X, _Y
+            _sweep(), _state()._replace(assignments=jnp.full(6, 99, jnp.int32)), _X, _Y
         ),
         ValueError,
     ),
@@ -479,7 +498,7 @@ probes(
 probes(
     _P + "rambo_split_merge",
     raises(
-        "rng_key_or_randomness",
+        "randomness",
         lambda: B.rambo_split_merge(B.split_merge_randomness(_key(), 3), _state(), _X, _Y),
         ValueError,
     ),
