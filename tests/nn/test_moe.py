@@ -205,7 +205,7 @@ def _router_task_gradient(top_k: int, gate: str):
         y, _ = model(x)
         return jnp.mean((y - target) ** 2)
 
-    grads = nnx.grad(task_loss)(moe)
+    grads = nnx.jit(nnx.grad(task_loss))(moe)  # one program, not one per eager op
     return np.asarray(grads.router.kernel[...])
 
 
@@ -221,7 +221,7 @@ def test_topk_softmax_router_gets_no_task_gradient_at_k1():
     assert np.all(grad == 0.0)
     # ... while the balance loss still reaches the router, and K = 2 gets a task gradient.
     moe = _moe(1, gate="topk_softmax")
-    aux = nnx.grad(lambda m: m(_tokens())[1].load_balancing_loss)(moe)
+    aux = nnx.jit(nnx.grad(lambda m: m(_tokens())[1].load_balancing_loss))(moe)
     assert np.linalg.norm(np.asarray(aux.router.kernel[...])) > 1e-4
     assert np.linalg.norm(_router_task_gradient(2, "topk_softmax")) > 1e-4
 
@@ -242,8 +242,10 @@ def test_router_gradient_matches_central_differences(x64):
     kernel = params["router"]["kernel"][...]
     direction = jax.random.normal(jax.random.key(9), kernel.shape, jnp.float64)
     step = 1e-6  # small enough that no top-1 decision flips
-    numeric = (loss(kernel + step * direction) - loss(kernel - step * direction)) / (2 * step)
-    analytic = jnp.vdot(jax.grad(loss)(kernel), direction)
+    # Both evaluations of the loss run one compiled program (eagerly every op compiles apart).
+    value = jax.jit(loss)
+    numeric = (value(kernel + step * direction) - value(kernel - step * direction)) / (2 * step)
+    analytic = jnp.vdot(jax.jit(jax.grad(loss))(kernel), direction)
     assert float(analytic) == pytest.approx(float(numeric), rel=1e-6)
 
 
@@ -479,6 +481,23 @@ def test_capacity_keep_mask_checks_indices_and_capacity():
         capacity_keep_mask(index, 3, -1)
 
 
+def _outputs_stats_and_grads(model, x):
+    """``model(x)`` and the gradient of ``sum(y**2)`` w.r.t. its parameters, in one compiled
+    program (run eagerly, every operation of the layer and of its gradient compiles apart)."""
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+
+    @jax.jit
+    def run(params, rest, x):
+        def loss(params):
+            y, stats = nnx.merge(graphdef, params, rest)(x)
+            return jnp.sum(y**2), (y, stats)
+
+        (_, (y, stats)), grads = jax.value_and_grad(loss, has_aux=True)(params)
+        return y, stats, grads
+
+    return run(params, rest, x)
+
+
 @pytest.mark.parametrize("capacity_factor", [0.5, 1.0, 4.0])
 def test_sparse_dispatch_equals_dense_masked(x64, capacity_factor):
     # Same weights (same seed), same routing and capacity: the per-expert buffers give the dense
@@ -495,17 +514,15 @@ def test_sparse_dispatch_equals_dense_masked(x64, capacity_factor):
         rngs=nnx.Rngs(0),
     )
     x = jax.random.normal(jax.random.key(3), (4, 9, D), dtype=jnp.float64)
-    (y_d, s_d), (y_s, s_s) = dense(x), sparse(x)
+    (y_d, s_d, g_d), (y_s, s_s, g_s) = (
+        _outputs_stats_and_grads(dense, x),
+        _outputs_stats_and_grads(sparse, x),
+    )
     np.testing.assert_allclose(y_s, y_d, rtol=1e-12, atol=1e-12)
     assert int(s_s.num_dropped) == int(s_d.num_dropped)
     if capacity_factor == 0.5:
         assert int(s_d.num_dropped) > 0  # the drop path is exercised
     np.testing.assert_array_equal(s_s.combine_weights, s_d.combine_weights)
-
-    def loss(model):
-        return jnp.sum(model(x)[0] ** 2)
-
-    g_d, g_s = nnx.grad(loss)(dense), nnx.grad(loss)(sparse)
     for a, b in zip(jax.tree.leaves(g_s), jax.tree.leaves(g_d), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 

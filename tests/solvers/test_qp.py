@@ -182,10 +182,12 @@ def test_solution_and_gradient_match_jaxopt_osqp():
                 params_obj=(P, q), params_eq=(A[eq], lower[eq]), params_ineq=(G, h)
             ).params.primal
 
-        np.testing.assert_allclose(ours(q, upper), theirs(q, upper), atol=1e-7)
+        # Each solve and each gradient is one compiled program (eagerly, the code around the
+        # solvers' loops compiles op by op).
+        np.testing.assert_allclose(jax.jit(ours)(q, upper), jax.jit(theirs)(q, upper), atol=1e-7)
         # The solution is a vertex (the equality and two rows bind): its derivative is in the
         # active bounds, not in q.
-        g_ours = jax.grad(lambda u: weights @ ours(q, u))(upper)
-        g_theirs = jax.grad(lambda u: weights @ theirs(q, u))(upper)
+        g_ours = jax.jit(jax.grad(lambda u: weights @ ours(q, u)))(upper)
+        g_theirs = jax.jit(jax.grad(lambda u: weights @ theirs(q, u)))(upper)
         np.testing.assert_allclose(g_ours, g_theirs, atol=1e-6)
         assert float(jnp.abs(g_ours).max()) > 0.1
