@@ -139,8 +139,8 @@ def quick_result(tmp_path_factory):
 def test_quick_profile_star_toy_feasibility_and_speed_pass(quick_result):
     """The star toy, (b)'s feasibility and (c)'s time parts reproduce at quick scale."""
     parts = quick_result["verdict"]["parts"]
-    assert len(parts) == 3 + 3 + 2 * 3
-    assert [parts[i]["status"] for i in (0, 1, 2, 3, 8, 11)] == ["pass"] * 6, parts
+    assert len(parts) == 3 + 3 + 3  # (c) at n = 10, m = 10 only (m = 100 is full's)
+    assert [parts[i]["status"] for i in (0, 1, 2, 3, 8)] == ["pass"] * 5, parts
     assert quick_result["metrics"]["goal_speedup_star"] >= 5.0
 
 
