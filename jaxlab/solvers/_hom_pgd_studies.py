@@ -498,11 +498,11 @@ def compare_qcqp_methods(
     """
     if not isinstance(solver, HomPGD):
         raise TypeError(f"solver must be a HomPGD, got {type(solver).__name__}")
-    if not isinstance(instances, QCQPInstance) or np.ndim(instances.b) != 2:
+    if not isinstance(instances, QCQPInstance) or np.ndim(instances.constraint_bound) != 2:
         raise TypeError("instances must be a batch of QCQPInstance (see sample_qcqp_batch)")
     slsqp_starts = check_positive_int(slsqp_starts, "slsqp_starts")
     timing_repeats = check_positive_int(timing_repeats, "timing_repeats")
-    count, n = np.shape(instances.p)
+    count, n = np.shape(instances.linear)
     tol = solver.feasibility_tol
     args = (jnp.zeros(n), weights, instances)
     (_, states), seconds = _median_time(_batched_run(solver), args, timing_repeats)
@@ -605,9 +605,9 @@ def compare_qcqp_starts(
     """
     if not isinstance(solver, HomPGD):
         raise TypeError(f"solver must be a HomPGD, got {type(solver).__name__}")
-    if not isinstance(instances, QCQPInstance) or np.ndim(instances.b) != 2:
+    if not isinstance(instances, QCQPInstance) or np.ndim(instances.constraint_bound) != 2:
         raise TypeError("instances must be a batch of QCQPInstance (see sample_qcqp_batch)")
-    count, n = np.shape(instances.p)
+    count, n = np.shape(instances.linear)
     local, multistart = np.asarray(local, float), np.asarray(multistart, float)
     for name, value in (("local", local), ("multistart", multistart)):
         if value.shape != (count,):
