@@ -353,7 +353,7 @@ def qcqp_gap_split(
       >>> from jaxlab.nn import sample_latents
       >>> from jaxlab.solvers import (qcqp_hom_pgd, qcqp_homeomorphism_net,
       ...                             sample_qcqp_batch)
-      >>> net = qcqp_homeomorphism_net(2, 3, hidden=8, encoder_hidden=8, rngs=nnx.Rngs(0))
+      >>> net = qcqp_homeomorphism_net(2, hidden=8, encoder_hidden=8, rngs=nnx.Rngs(0))
       >>> solver = qcqp_hom_pgd(net, maxiter=20)
       >>> weights = nnx.split(net, nnx.Param, ...)[1:]
       >>> instances = sample_qcqp_batch(jax.random.key(0), 2, 3, 3)
@@ -485,7 +485,7 @@ def compare_qcqp_methods(
     Examples:
       >>> import jax
       >>> from jaxlab.solvers import qcqp_hom_pgd, qcqp_homeomorphism_net, sample_qcqp_batch
-      >>> net = qcqp_homeomorphism_net(2, 3, hidden=8, encoder_hidden=8, rngs=nnx.Rngs(0))
+      >>> net = qcqp_homeomorphism_net(2, hidden=8, encoder_hidden=8, rngs=nnx.Rngs(0))
       >>> out = compare_qcqp_methods(qcqp_hom_pgd(net, maxiter=20),
       ...                            nnx.split(net, nnx.Param, ...)[1:],
       ...                            sample_qcqp_batch(jax.random.key(0), 2, 3, 2),
@@ -507,9 +507,12 @@ def compare_qcqp_methods(
     args = (jnp.zeros(n), weights, instances)
     (_, states), seconds = _median_time(_batched_run(solver), args, timing_repeats)
     host = jax.tree.map(np.asarray, instances)
-    track = range
-    if progress is not None:
-        track = functools.partial(progress.track, total=count)
+
+    def track(iterable, description):
+        if progress is None:
+            return iterable
+        return progress.track(iterable, total=count, description=description)
+
     local = [
         slsqp_local_solve(_pick(host, i))
         for i in track(range(count), description=f"{label}: local SLSQP")
@@ -591,7 +594,7 @@ def compare_qcqp_starts(
       >>> import jax
       >>> from jaxlab.solvers import (latent_starts, qcqp_hom_pgd, qcqp_homeomorphism_net,
       ...                             sample_qcqp_batch)
-      >>> net = qcqp_homeomorphism_net(2, 3, hidden=8, encoder_hidden=8, rngs=nnx.Rngs(0))
+      >>> net = qcqp_homeomorphism_net(2, hidden=8, encoder_hidden=8, rngs=nnx.Rngs(0))
       >>> out = compare_qcqp_starts(qcqp_hom_pgd(net, maxiter=20),
       ...                           nnx.split(net, nnx.Param, ...)[1:],
       ...                           sample_qcqp_batch(jax.random.key(0), 2, 3, 2),
