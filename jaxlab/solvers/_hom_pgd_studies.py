@@ -354,16 +354,13 @@ def qcqp_gap_split(
       >>> from jaxlab.solvers import (qcqp_hom_pgd, qcqp_homeomorphism_net,
       ...                             sample_qcqp_batch)
       >>> net = qcqp_homeomorphism_net(2, hidden=8, encoder_hidden=8, rngs=nnx.Rngs(0))
-      >>> solver = qcqp_hom_pgd(net, maxiter=20)
-      >>> weights = nnx.split(net, nnx.Param, ...)[1:]
-      >>> instances = sample_qcqp_batch(jax.random.key(0), 2, 3, 3)
-      >>> _, states = jax.vmap(solver.run, in_axes=(None, None, 0))(
-      ...     jnp.zeros(2), weights, instances)
-      >>> out = qcqp_gap_split(solver, net, states.value, states.violation,
-      ...                      jnp.full(3, -1.0), jnp.full(3, -1.0), instances,
-      ...                      sample_latents(jax.random.key(1), 64, 2), maxiter=20)
-      >>> len(out["coverage_gaps"]), len(out["coverage"])
-      (3, 3)
+      >>> instances = sample_qcqp_batch(jax.random.key(0), 2, 3, 2)
+      >>> hom_values, hom_violations = jnp.array([-0.5, -0.8]), jnp.zeros(2)  # Hom-PGD's ends
+      >>> out = qcqp_gap_split(qcqp_hom_pgd(net, maxiter=20), net, hom_values, hom_violations,
+      ...                      jnp.full(2, -1.0), jnp.full(2, -1.0), instances,
+      ...                      sample_latents(jax.random.key(1), 64, 2), num_refine=2)
+      >>> len(out["coverage_gaps"]), len(out["coverage"])  # per instance; (median, low, high)
+      (2, 3)
 
     References:
       C. Liu, E. Liang, M. Chen, "Hom-PGD⁺", ICML 2026 (learning error ε_inn vs optimization).
