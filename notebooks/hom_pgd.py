@@ -49,18 +49,15 @@ from jaxlab.solvers import (
     STAR_OPTIMUM,
     STAR_OPTIMUM_VALUE,
     HomPGD,
-    augmented_lagrangian,
+    compare_qcqp_methods,
     exact_projection_pgd,
-    penalty_method,
     project_ball,
     qcqp_condition,
-    qcqp_constraints,
+    qcqp_gap_split,
     qcqp_hom_pgd,
-    qcqp_objective,
     sample_qcqp_batch,
     slsqp_local_solve,
     slsqp_multistart,
-    split_gap,
     star_boundary,
     star_constraint,
     star_hom_pgd,
@@ -361,48 +358,24 @@ plt.show()
 # %%
 n, m, steps, width = config.speed_cases[0]
 smodel = trained_net(n, m, steps, config.speed_batch_size, width)
-sweights = nnx.split(smodel, nnx.Param, ...)[1:]
-ssolve = jax.jit(jax.vmap(qcqp_hom_pgd(smodel).run, in_axes=(None, None, 0)))
 count = config.speed_instances
 instances = sample_qcqp_batch(jax.random.key(config.speed_seed), n, m, count)
-local = [slsqp_local_solve(pick(instances, i)) for i in range(count)]
-reference = np.array([r["value"] for r in local])
-
-
-def timed(fn, *args):
-    jax.block_until_ready(fn(*args))  # compile
-    start = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    return out, (time.perf_counter() - start) / count
-
-
-def lagrangian(method):
-    def one(instance, learning_rate):
-        out = method(
-            qcqp_objective, qcqp_constraints, jnp.zeros(n), instance, outer=10 * n,
-            inner=config.baseline_inner, learning_rate=learning_rate, inner_solver="gd",
-        )  # fmt: skip
-        return out.value, jnp.maximum(jnp.max(qcqp_constraints(out.x, instance)), 0.0)
-
-    vmapped = jax.jit(jax.vmap(one, in_axes=(0, None)))
-    return lambda instances: vmapped(instances, config.baseline_learning_rate)[0]
-
-
-(_, sstates), hom_time = timed(ssolve, jnp.zeros(n), sweights, instances)
-multi = [slsqp_multistart(pick(instances, i), config.slsqp_starts, seed=i) for i in range(count)]
-table = {
-    "Hom-PGD (centre, batched)": (np.asarray(sstates.value), hom_time),
-    "SLSQP multi-start": (
-        np.array([r["value"] for r in multi]),
-        np.mean([r["time_s"] for r in multi]),
-    ),
-    "penalty": timed(lagrangian(penalty_method), instances),
-    "augmented Lagrangian": timed(lagrangian(augmented_lagrangian), instances),
-    "local SLSQP from x = 0 (reference)": (reference, np.mean([r["time_s"] for r in local])),
-}
-for name, (values, seconds) in table.items():
-    gap = np.median((np.asarray(values) - reference) / np.abs(reference))
-    print(f"{name:>36}: median gap {gap:7.1%}, {seconds * 1e3:8.2f} ms per instance")
+# The experiment's own comparison (its compiled programs): Hom-PGD batched from the centre, local
+# and multi-start SLSQP, and the penalty baselines in the authors' conventions.
+compared = compare_qcqp_methods(
+    qcqp_hom_pgd(smodel),
+    nnx.split(smodel, nnx.Param, ...)[1:],
+    instances,
+    slsqp_starts=config.slsqp_starts,
+    baseline_inner=config.baseline_inner,
+    baseline_learning_rate=config.baseline_learning_rate,
+    timing_repeats=1,
+)
+for name, row in compared["methods"].items():
+    gap, ms = row["median_gap"], row["time_per_instance_s"] * 1e3
+    print(f"{name:>36}: median gap {gap:7.1%}, {ms:8.2f} ms per instance")
+ms = compared["local_time_per_instance_s"] * 1e3
+print(f"{'local SLSQP from x = 0 (reference)':>36}: median gap {0:7.1%}, {ms:8.2f} ms per instance")
 
 # %% [markdown]
 # What the registered experiment (`jaxlab run hom-pgd`, quick profile, 2 CPU cores shared with
@@ -440,7 +413,9 @@ for name, (values, seconds) in table.items():
 # feasible points. `split_gap` then splits Hom-PGD's gap into **coverage** (that reachable
 # value against the best reference, the better of local SLSQP from $x = 0$ and 20 SLSQP starts)
 # and **optimizer** (Hom-PGD's end point against the reachable value); the two add up to the gap
-# to the best reference. Here for the 2-D network of section 3 on its test instances.
+# to the best reference. `qcqp_gap_split` does both per instance, as the experiment does, with
+# 95% bootstrap intervals of the medians. Here for the 2-D network of section 3 on its test
+# instances.
 
 # %%
 n, m = config.qcqp_size
@@ -455,13 +430,16 @@ multi = np.array(
     ]
 )
 latents = sample_latents(jax.random.key(3), config.reach_samples, n)
-reach = np.array(
-    [float(qsolver.reachable_value(latents, weights, pick(instances, i))[0]) for i in range(count)]
-)
-hom = np.where(np.asarray(states.violation) <= 1e-5, np.asarray(states.value), np.inf)
-split = split_gap(hom, reach, local, multi)
-for name, gaps in split._asdict().items():
-    print(f"{name:>22}: median {np.nanmedian(gaps):6.1%} (per instance {np.round(gaps, 3)})")
+# As the experiment: reachable values refined for twice Hom-PGD's iterations, split_gap per
+# instance, medians with 95% bootstrap intervals over the instances.
+ends = (states.value, states.violation, local, multi, instances, latents)
+split = qcqp_gap_split(qsolver, qmodel, *ends, maxiter=2 * qsolver.maxiter)
+for name in ("coverage", "optimizer"):
+    median, low, high = split[name]
+    gaps = np.round(split[f"{name}_gaps"], 3)
+    print(f"{name:>9}: median {median:6.1%} [{low:.1%}, {high:.1%}] (per instance {gaps})")
+best = split["gap_vs_multistart"]
+print(f"end to end vs the best of {config.slsqp_starts} SLSQP starts: {best:.1%}")
 
 # %% [markdown]
 # Side by side with the authors' code (`benchmarks/peers_hom_pgd.py`: their INN, training loss
@@ -575,18 +553,19 @@ for name, gaps in split._asdict().items():
 # (coverage 5%, optimizer 1%); a part is `unresolved` when its 95% bootstrap interval contains
 # the gate, and a miss is `unresolved` while coverage still falls between half and full budget
 # by more than its margin to the gate, or at a size trained below the authors' budget (its
-# map is under-trained, and the optimizer part is measured on that map too). Quick's n = 10,
-# m = 100 now trains 100 steps (it decides only the speed part there). The quick profile at
-# commit 5cd8139 (13.8 min wall on the shared 2-core CPU, 12.1 min of CPU; verdict
-# **unresolved**):
+# map is under-trained, and the optimizer part is measured on that map too). Quick now runs
+# n = 2, m = 3 and n = 10, m = 10, both at the authors' budget; n = 10, m = 100 is the full
+# profile's (at quick it trained 100 of 10,000 steps and decided only its speed part). The quick
+# profile at commit 40be8f6 (34.6 min wall on the shared 2-core CPU at load 15-20, 11.2 min of
+# CPU, most of it the two 10,000-step trainings; verdict **unresolved**):
 #
 # | n, m | steps | end to end | coverage (half budget) | optimizer | parts |
 # |---|---|---|---|---|---|
-# | 2, 3 | 10,000 | 5.3% | 4.9% [0.8, 10.9] (4.5%) | 0.00% [0.00, 0.08] | unresolved, pass |
+# | 2, 3 | 10,000 | 5.3% | 4.9% [0.8, 10.9] (4.5%) | 0.00% [0.00, 0.07] | unresolved, pass |
 # | 10, 10 | 10,000 | 3.0% | 2.8% [2.2, 3.2] (3.0%) | 0.00% [0.00, 0.15] | pass, pass |
-# | 10, 100 | 100 | 47.3% | 41.1% [31.7, 51.6] (13.9%) | 3.1% [0.7, 9.1] | unresolved, unresolved |
 #
-# Every end point is feasible. At n = 2 the coverage median is under the gate but its interval
-# over 20 instances still holds 5%; at n = 10, m = 10 both parts pass. Hom-PGD takes 3.6 ms per
-# instance at n = 10, m = 10 and 10.4 ms at m = 100, against 31.8 and 103.8 ms for multi-start
-# SLSQP.
+# The same medians and intervals as at commit 5cd8139 (to 0.01%), before the measurements
+# moved into the library (issue 43). Every end point is feasible. At n = 2 the coverage median
+# is under the gate but its interval over 20 instances still holds 5%; at n = 10, m = 10 both
+# parts pass.
+# Hom-PGD takes 9.6 ms per instance at n = 10, m = 10 against 81.1 ms for multi-start SLSQP.

@@ -9,13 +9,13 @@ x = 0, the CPU stand-in for the authors' IPOPT), with SLSQP-projection PGD (one 
 start) and the best of several starts on each side (a second figure) beside; (c) n = 10 (50 in
 ``full``), m ∈ {10, 100}: Hom-PGD against multi-start SLSQP, the penalty method and the augmented
 Lagrangian (the authors' conventions: x = 0, 10 n rounds of 100 gradient steps at rate 1e-3),
-batched over instances where they can be, on gap and time per instance.
+batched over instances where they can be, on gap and time per instance. The measurements are
+``jaxlab.solvers``' studies (``compare_star_methods``, ``compare_qcqp_methods``, ...).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 
 import jax
@@ -42,8 +42,7 @@ CLAIM = (
     "more than its margin to the gate, and optimizer (Hom-PGD's end point against that reachable "
     "point) within 1%; a part whose 95% interval over instances contains its gate, or a miss at "
     "a size trained below the authors' budget, is unresolved; n=10, m in {10, 100}: less time "
-    "per instance than every baseline that "
-    "reaches a median end-to-end gap <= 5%."
+    "per instance than every baseline that reaches a median end-to-end gap <= 5%."
 )
 
 # Verdict thresholds (the note's and the issue's rules) and the protocol's fixed numbers.
@@ -68,23 +67,13 @@ AUTHORS_STEPS = 10_000
 AUTHORS_BATCH = {2: 256}  # n -> batch (64 above n = 2)
 AUTHORS_WIDTH = 64
 AUTHORS_PENALTY = 10.0
-# The authors' Lagrangian baselines (lagrangian_baseline_config): plain gradient inner steps,
-# outer rounds aligned with Hom-PGD's iteration cap 10 n.
-# Quick's n = 10, m = 100 trains 100 of the authors' 10,000 steps (a step costs about 0.27 s on
-# 2 cores, so their budget is full's): below the budget its quality parts cannot fail (see
-# UNDER_BUDGET_CAN_FAIL), so at quick it decides the speed part only, and Hom-PGD's time per
-# instance does not depend on training (every one of its 10 n iterations runs). 500 steps, the
-# budget before, decided nothing more (coverage 24.6%, unresolved) at 100 s more.
-QUICK_M100_STEPS = 100
-# A size trained below the authors' budget (quick's n = 10, m = 100) did not run the paper's
-# setting, and every quality part (feasibility, coverage, optimizer) is measured on its map: the
-# optimizer part too, against the best point *that* map reaches through *its* latent landscape
-# (12.7% median at 500 of 10,000 steps of n = 10, m = 100, 0.00% at 10,000 steps of n = 10,
-# m = 10). A fair test uses the authors' budget, so such a size can pass a quality part but a
-# miss there is `unresolved`, never `fail`: the budget, not the method, may have decided it.
+# A size trained below the authors' budget did not run the paper's setting, and every quality
+# part (feasibility, coverage, optimizer) is measured on its map: the optimizer part too, against
+# the best point *that* map reaches through *its* latent landscape (12.7% median at 500 of 10,000
+# steps of n = 10, m = 100, 0.00% at 10,000 steps of n = 10, m = 10). A fair test uses the
+# authors' budget, so such a size can pass a quality part but a miss there is `unresolved`,
+# never `fail`: the budget, not the method, may have decided it.
 UNDER_BUDGET_CAN_FAIL = False
-BASELINE_INNER_SOLVER = "gd"
-BASELINE_ROUNDS_PER_N = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,11 +120,7 @@ class HomPGDConfig(ExperimentConfig):
     exact_pgd_instances: int = 5
     exact_pgd_time_limit_s: float = 60.0
     eps_samples: int = 2000
-    # m = 100 trains QUICK_M100_STEPS of the authors' 10,000 steps (full: all of them).
-    speed_cases: tuple[tuple[int, int, int, int], ...] = (
-        (10, 10, AUTHORS_STEPS, AUTHORS_WIDTH),
-        (10, 100, QUICK_M100_STEPS, AUTHORS_WIDTH),
-    )
+    speed_cases: tuple[tuple[int, int, int, int], ...] = ((10, 10, AUTHORS_STEPS, AUTHORS_WIDTH),)
     speed_batch_size: int = 64
     speed_seed: int = 2025
     speed_instances: int = 20
@@ -146,16 +131,18 @@ class HomPGDConfig(ExperimentConfig):
     @classmethod
     def smoke(cls):
         # (c) repeats (b)'s size, budget and instances: its network and programs are reused.
-        return cls(
-            star_starts=6, star_maxiter=400, star_angles=512, baseline_outer=3, timing_repeats=1,
-            test_instances=3, train_steps=40, batch_size=32, encoder_hidden=8, hidden=8,
-            latent_pool=512, hom_starts=3, slsqp_starts=2, exact_pgd_instances=1, eps_samples=64,
-            speed_cases=((2, 3, 40, 8),), speed_batch_size=32, speed_seed=2030,
-            speed_instances=3, baseline_inner=10, reach_samples=256,
-        )  # fmt: skip
+        star = dict(star_starts=6, star_maxiter=400, star_angles=512, baseline_outer=3)
+        training = dict(train_steps=40, batch_size=32, encoder_hidden=8, hidden=8, latent_pool=512)
+        starts = dict(test_instances=3, hom_starts=3, slsqp_starts=2, exact_pgd_instances=1)
+        speed = dict(speed_cases=((2, 3, 40, 8),), speed_batch_size=32, speed_seed=2030)
+        samples = dict(eps_samples=64, baseline_inner=10, reach_samples=256, speed_instances=3)
+        return cls(timing_repeats=1, **star, **training, **starts, **speed, **samples)
 
     @classmethod
     def quick(cls):
+        """(a), (b), and (c) at n = 10, m = 10, at the authors' budget. n = 10, m = 100 is full's:
+        in 10 CPU-min quick trained it 1% of that budget, so its quality parts could not fail
+        (``UNDER_BUDGET_CAN_FAIL``) and only its speed part decided, as n = 10, m = 10's does."""
         return cls()
 
     @classmethod
@@ -164,83 +151,32 @@ class HomPGDConfig(ExperimentConfig):
         return cls(star_starts=200, speed_cases=cases, speed_instances=50)
 
 
-def _timed(fn, *args):
-    start = time.perf_counter()
-    return jax.block_until_ready(fn(*args)), time.perf_counter() - start
-
-
-def _median_time(fn, args, repeats: int):
-    """``fn(*args)`` once to compile, then the median wall time of ``repeats`` calls."""
-    return _timed(fn, *args)[0], float(np.median([_timed(fn, *args)[1] for _ in range(repeats)]))
-
-
 # --------------------------------------------------------------------------------------------
 # (a) The star toy.
 
 
 def _run_star(config: HomPGDConfig, rng_key, progress: Progress) -> tuple[dict, dict]:
-    with jax.enable_x64(True):
-        # z₀ ~ N(0, I) mapped into the disk by Π_𝔹 (points outside land on the circle).
-        z0s = solvers.project_ball(jax.random.normal(rng_key, (config.star_starts, 2), jnp.float64))
-        x0s = jax.vmap(solvers.star_homeomorphism)(z0s)
-        solver = solvers.star_hom_pgd(config.star_maxiter)
-        projection = functools.partial(solvers.star_projection, num_angles=config.star_angles)
-        star, outer = (solvers.star_objective, solvers.star_constraint), config.baseline_outer
-
-        def exact_pgd(x0):
-            f = solvers.star_objective
-            return solvers.exact_projection_pgd(f, projection, x0, maxiter=config.star_maxiter)
-
-        methods = {  # name: (compiled run, its starts)
-            "hom_pgd": (jax.jit(solver.run), z0s),
-            "exact_pgd": (jax.jit(exact_pgd), x0s),
-            "penalty": (jax.jit(lambda x0: solvers.penalty_method(*star, x0, outer=outer)), x0s),
-            "alm": (jax.jit(lambda x0: solvers.augmented_lagrangian(*star, x0, outer=outer)), x0s),
-        }
-        start = time.perf_counter()
-        for fn, starts in methods.values():
-            jax.block_until_ready(fn(starts[0]))
-        compile_s = time.perf_counter() - start
-        rows, times = ({name: [] for name in methods} for _ in range(2))
-        for i in progress.track(
-            range(config.star_starts), total=config.star_starts, description="star toy: starts"
-        ):
-            per, outs = {name: [] for name in methods}, {}
-            # Interleaved: the two timed methods alternate, the penalty baselines run once.
-            for name in ["hom_pgd", "exact_pgd"] * config.timing_repeats + ["penalty", "alm"]:
-                fn, starts = methods[name]
-                outs[name], elapsed = _timed(fn, starts[i])
-                per[name].append(elapsed)
-            z, state = outs.pop("hom_pgd")
-            hom = (float(state.value), int(state.iter_num), float(state.violation))
-            rows["hom_pgd"].append((solvers.star_homeomorphism(z), *hom))
-            for name, out in outs.items():
-                violation = max(0.0, float(solvers.star_constraint(out.x)[0]))
-                rows[name].append((out.x, float(out.value), int(out.iterations), violation))
-            for name in rows:
-                times[name].append(float(np.median(per[name])))
-
-        summary = {}
-        for name, runs in rows.items():
-            values, violations = np.array([r[1] for r in runs]), np.array([r[3] for r in runs])
-            reached = (values <= STAR_SUCCESS) & (violations <= ZERO_VIOLATION)
-            summary[name] = {
-                "best_f": float(values.min()),
-                "median_f": float(np.median(values)),
-                "fraction_global": float(np.mean(reached)),
-                "max_violation": float(violations.max()),
-                "median_iterations": float(np.median([r[2] for r in runs])),
-                "median_time_per_run_s": float(np.median(times[name])),
-                "values": values.tolist(),
-            }
-        best = int(np.argmin([r[1] for r in rows["hom_pgd"]]))
-        summary["hom_pgd"]["best_x"] = np.asarray(rows["hom_pgd"][best][0]).tolist()
-        summary["compile_time_s"] = compile_s
-        hom_time, pgd_time = (summary[k]["median_time_per_run_s"] for k in ("hom_pgd", "exact_pgd"))
-        summary["speedup_vs_exact_pgd"] = pgd_time / hom_time
-        summary["starts_z0"] = np.asarray(z0s).tolist()
-        ends = {k: np.array([np.asarray(r[0]) for r in rows[k]]) for k in ("hom_pgd", "exact_pgd")}
-    return summary, {"start": np.asarray(x0s), **ends}
+    with jax.enable_x64(True):  # z₀ ~ N(0, I), mapped into the disk by Π_𝔹 in the study
+        z0s = jax.random.normal(rng_key, (config.star_starts, 2), jnp.float64)
+    out = solvers.compare_star_methods(
+        z0s,
+        maxiter=config.star_maxiter,
+        num_angles=config.star_angles,
+        outer=config.baseline_outer,
+        timing_repeats=config.timing_repeats,
+        progress=progress,
+    )
+    summary = out.summary(STAR_SUCCESS, ZERO_VIOLATION)
+    best = int(np.argmin(out.values["hom_pgd"]))
+    summary["hom_pgd"]["best_x"] = out.end_points["hom_pgd"][best].tolist()
+    summary["compile_time_s"] = out.compile_time_s
+    hom_time, pgd_time = (summary[k]["median_time_per_run_s"] for k in ("hom_pgd", "exact_pgd"))
+    summary["speedup_vs_exact_pgd"] = pgd_time / hom_time
+    summary["starts_z0"] = out.latent_starts.tolist()
+    return summary, {
+        "start": out.starts,
+        **{k: out.end_points[k] for k in ("hom_pgd", "exact_pgd")},
+    }
 
 
 def _star_figure(summary, points) -> Figure:
@@ -278,61 +214,27 @@ def _train(case, config: HomPGDConfig, rng_key, progress, nets: dict):
     if case not in nets:
         n, m, steps, batch, width = case
         start = time.perf_counter()
+        options = dict(
+            num_steps=steps, batch_size=batch, encoder_hidden=width, hidden=config.hidden
+        )
+        options.update(penalty_weight=config.penalty_weight, latent_pool=config.latent_pool)
+        half = (steps // 2,) if steps >= 2 else ()  # a snapshot at half the budget
         trained = solvers.train_qcqp_homeomorphism(
-            rng_key, n, m, num_steps=steps, batch_size=batch, encoder_hidden=width,
-            penalty_weight=config.penalty_weight, hidden=config.hidden,
-            latent_pool=config.latent_pool, progress=progress,
-            snapshot_steps=(steps // 2,) if steps >= 2 else (),
-        )  # fmt: skip
+            rng_key, n, m, progress=progress, snapshot_steps=half, **options
+        )
         nets[case] = trained, time.perf_counter() - start
     return nets[case]
 
 
 def _programs(model, programs: dict):
-    """Per network architecture (the weights are an argument): the solver, the centre solve
-    batched over instances, the multi-start solve of one instance, and ε_inn per instance."""
+    """Per network architecture (the weights are an argument): the solver (the studies compile
+    its runs once per solver) and ε_inn per instance."""
     graphdef = nnx.split(model, nnx.Param, ...)[0]
     if graphdef not in programs:
         solver = solvers.qcqp_hom_pgd(model)
-        programs[graphdef] = (
-            solver,
-            jax.jit(jax.vmap(solver.run, in_axes=(None, None, 0))),
-            jax.jit(jax.vmap(solver.run, in_axes=(0, None, None))),
-            jax.jit(jax.vmap(solver.outside_fraction, in_axes=(None, None, 0))),
-        )
+        outside = jax.jit(jax.vmap(solver.outside_fraction, in_axes=(None, None, 0)))
+        programs[graphdef] = solver, outside
     return programs[graphdef]
-
-
-@functools.cache
-def _baseline_program(name: str, n: int, inner: int):
-    """The penalty or augmented-Lagrangian baseline from x = 0, batched over instances (the
-    learning rate is an argument); returns the end values and violations."""
-    method = {"penalty": solvers.penalty_method, "alm": solvers.augmented_lagrangian}[name]
-
-    def one(instance, learning_rate):
-        out = method(
-            solvers.qcqp_objective, solvers.qcqp_constraints, jnp.zeros(n), instance,
-            outer=BASELINE_ROUNDS_PER_N * n, inner=inner, learning_rate=learning_rate,
-            inner_solver=BASELINE_INNER_SOLVER,
-        )  # fmt: skip
-        return out.value, jnp.maximum(jnp.max(solvers.qcqp_constraints(out.x, instance)), 0.0)
-
-    return jax.jit(jax.vmap(one, in_axes=(0, None)))
-
-
-def _pick(batch, i: int):
-    return jax.tree.map(lambda a: a[i], batch)
-
-
-def _method(values, reference, violations, seconds) -> dict:
-    gaps = (np.asarray(values, float) - reference) / np.abs(reference)
-    return {
-        "median_gap": float(np.nanmedian(gaps)),
-        "feasible_fraction": float(np.mean(np.asarray(violations) <= FEASIBILITY_TOL)),
-        "time_per_instance_s": seconds,
-        "values": np.asarray(values, float).tolist(),
-        "gaps": gaps.tolist(),
-    }
 
 
 def _run_size(case, seed, count, config, rng_key, progress, nets, programs) -> dict:
@@ -344,108 +246,39 @@ def _run_size(case, seed, count, config, rng_key, progress, nets, programs) -> d
     trained, train_s = _train(case, config, train_key, progress, nets)
     # What qcqp_hom_pgd's solver takes: the network's (params, rest).
     model, weights = trained.model, nnx.split(trained.model, nnx.Param, ...)[1:]
-    solver, solve_instances, _, outside = _programs(model, programs)
+    solver, outside = _programs(model, programs)
     instances = solvers.sample_qcqp_batch(jax.random.key(seed), n, m, count)
-    host = jax.tree.map(np.asarray, instances)
-    track = functools.partial(progress.track, total=count)
-    args = (jnp.zeros(n), weights, instances)
-    (_, states), seconds = _median_time(solve_instances, args, config.timing_repeats)
-    local = [
-        solvers.slsqp_local_solve(_pick(host, i))
-        for i in track(range(count), description=f"{label}: local SLSQP")
-    ]
-    reference = np.array([r["value"] if r["feasible"] else np.nan for r in local])
-    hom = _method(states.value, reference, states.violation, seconds / count)
-    multi = [
-        solvers.slsqp_multistart(_pick(host, i), config.slsqp_starts, seed=i)
-        for i in track(range(count), description=f"{label}: multi-start SLSQP")
-    ]
-    values = np.array([r["value"] for r in multi])  # inf where no start ended feasible
-    values_multi = values
-    seconds = float(np.mean([r["time_s"] for r in multi]))
-    methods = {"hom_pgd": hom, "slsqp_multistart": _method(values, reference, 0 * values, seconds)}
-    for name in ("penalty", "alm"):
-        program = _baseline_program(name, n, config.baseline_inner)
-        args = (instances, config.baseline_learning_rate)
-        (values, violations), seconds = _median_time(program, args, config.timing_repeats)
-        methods[name] = _method(values, reference, violations, seconds / count)
-    for row in methods.values():
-        row["speedup"] = row["time_per_instance_s"] / hom["time_per_instance_s"]  # > 1: slower
-    local_time = float(np.mean([r["time_s"] for r in local]))
+    options = dict(slsqp_starts=config.slsqp_starts, timing_repeats=config.timing_repeats)
+    options.update(baseline_inner=config.baseline_inner, progress=progress, label=label)
+    options["baseline_learning_rate"] = config.baseline_learning_rate
+    compared = solvers.compare_qcqp_methods(solver, weights, instances, **options)
+    methods, reference, states = compared["methods"], compared["reference"], compared["states"]
+    hom, local_time = methods["hom_pgd"], compared["local_time_per_instance_s"]
     eps = outside(sample_latents(eps_key, config.eps_samples, n), weights, instances)
-    split = _split(solver, trained, states, reference, values_multi, config, eps_key, instances)
+    # Issue 41's split, at the full budget and (coverage only) at half of it: a snapshot of the
+    # same run (one per run), to see whether coverage is still falling.
+    half = list(trained.snapshots.items())[:1]
+    ends = (states.value, states.violation, reference, compared["multistart_values"], instances)
+    other = {"half": half[0][1]} if half else {}
+    options = dict(num_refine=REACH_REFINE, maxiter=2 * solver.maxiter, other_models=other)
+    options["resamples"] = BOOTSTRAP_RESAMPLES
+    latents = sample_latents(eps_key, config.reach_samples, n)
+    split = solvers.qcqp_gap_split(solver, model, *ends, latents, **options)
     history, w_pen = trained.history, config.penalty_weight
     authors = (AUTHORS_STEPS, AUTHORS_BATCH.get(n, 64), AUTHORS_WIDTH, AUTHORS_PENALTY)
-    return dict(
-        n=n, m=m, train_steps=steps, batch_size=batch, encoder_hidden=width, penalty_weight=w_pen,
-        authors_budget=(steps, batch, width, w_pen) == authors, train_time_s=train_s,
-        final_train_loss=float(np.mean(history["loss"][-100:])),
-        train_violation_fraction=float(np.mean(history["violation_fraction"][-100:])),
-        loss_history=history["loss"][:: max(1, steps // 200)].tolist(), test_instances=count,
-        slsqp_starts=config.slsqp_starts, eps_inn=float(np.mean(eps)),
-        slsqp_values=reference.tolist(), reference_failures=int(np.isnan(reference).sum()),
-        violations=np.asarray(states.violation, float).tolist(),
-        iterations=np.asarray(states.iter_num).tolist(), local_slsqp_time_per_instance_s=local_time,
-        speedup_vs_local_slsqp=local_time / hom["time_per_instance_s"], methods=methods,
-        **split, _model=model, _weights=weights, _instances=instances,
-    )  # fmt: skip
-
-
-def _median_interval(values, seed: int = 0) -> tuple[float, float, float]:
-    """Median over instances and a 95% percentile-bootstrap interval (NaNs dropped)."""
-    values = np.asarray(values, float)
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return np.nan, np.nan, np.nan
-    draws = np.random.default_rng(seed).choice(values, (BOOTSTRAP_RESAMPLES, values.size))
-    low, high = np.percentile(np.median(draws, axis=1), [2.5, 97.5])
-    return float(np.median(values)), float(low), float(high)
-
-
-def _split(solver, trained, states, local, multistart, config, rng_key, instances) -> dict:
-    """Issue 41's split of Hom-PGD's gap: the best value reachable through the map (at the full
-    budget and at half of it, a snapshot of the same run), coverage and optimizer gaps per
-    instance, and the INN's round-trip (invertibility) error."""
-    from jaxlab.nn import invertibility_error
-    from jaxlab.solvers import qcqp_condition, split_gap
-
-    model = trained.model  # the solver (one per architecture) takes the weights as an argument
-    n, count = model.num_features, len(states.value)
-    latents = sample_latents(rng_key, config.reach_samples, n)
-    budgets = {"full": model}
-    if trained.snapshots:  # the snapshot at half the budget (one per run)
-        budgets["half"] = next(iter(trained.snapshots.values()))
-    reach = {name: [] for name in budgets}
-    errors = []
-    for i in range(count):
-        instance = _pick(instances, i)
-        for name, net in budgets.items():
-            weights = nnx.split(net, nnx.Param, ...)[1:]
-            value, _ = solver.reachable_value(
-                latents, weights, instance, num_refine=REACH_REFINE, maxiter=2 * solver.maxiter
-            )
-            reach[name].append(float(value))
-        condition = qcqp_condition(instance)
-        errors.append(float(invertibility_error(model, latents[:512], condition).max()))
-    feasible = np.asarray(states.violation) <= FEASIBILITY_TOL
-    hom = np.where(feasible, np.asarray(states.value, float), np.inf)
-    local = np.where(np.isfinite(local), local, np.inf)  # NaN: the local solve failed
-    full = split_gap(hom, reach["full"], local, multistart)
-    out = {
-        "reachable_values": reach["full"],
-        "coverage_gaps": full.coverage.tolist(),
-        "optimizer_gaps": full.optimizer.tolist(),
-        "gaps_vs_multistart": full.end_to_end_multistart.tolist(),
-        "coverage": _median_interval(full.coverage),
-        "optimizer": _median_interval(full.optimizer),
-        "gap_vs_multistart": float(np.nanmedian(full.end_to_end_multistart)),
-        "inverse_error_max": float(max(errors)),
-        "half_budget_steps": next(iter(trained.snapshots), None),
-    }
-    if "half" in reach:  # coverage only: Hom-PGD's end point is the full network's, not reachable
-        half = np.asarray(reach["half"], float)  # through the snapshot, so it is not passed here
-        out["coverage_half"] = _median_interval(split_gap(half, half, local, multistart).coverage)
-    return out
+    out = dict(n=n, m=m, train_steps=steps, batch_size=batch, encoder_hidden=width)
+    out.update(penalty_weight=w_pen, authors_budget=(steps, batch, width, w_pen) == authors)
+    out.update(train_time_s=train_s, final_train_loss=float(np.mean(history["loss"][-100:])))
+    out["train_violation_fraction"] = float(np.mean(history["violation_fraction"][-100:]))
+    out["loss_history"] = history["loss"][:: max(1, steps // 200)].tolist()
+    out.update(test_instances=count, slsqp_starts=config.slsqp_starts, eps_inn=float(np.mean(eps)))
+    out.update(slsqp_values=reference.tolist(), reference_failures=int(np.isnan(reference).sum()))
+    out["violations"] = np.asarray(states.violation, float).tolist()
+    out["iterations"] = np.asarray(states.iter_num).tolist()
+    out["local_slsqp_time_per_instance_s"] = local_time
+    out["speedup_vs_local_slsqp"] = local_time / hom["time_per_instance_s"]
+    out.update(methods=methods, **split, half_budget_steps=half[0][0] if half else None)
+    return {**out, "_model": model, "_weights": weights, "_instances": instances}
 
 
 def _run_qcqp(config: HomPGDConfig, rng_key, progress, nets, programs) -> dict:
@@ -455,36 +288,16 @@ def _run_qcqp(config: HomPGDConfig, rng_key, progress, nets, programs) -> dict:
     size_key, start_key = jax.random.split(rng_key)
     case = (n, m, config.train_steps, config.batch_size, config.encoder_hidden)
     res = _run_size(case, config.qcqp_seed, count, config, size_key, progress, nets, programs)
-    solver, _, solve_starts, _ = _programs(res["_model"], programs)
-    host, reference = jax.tree.map(np.asarray, res["_instances"]), np.array(res["slsqp_values"])
-    options = dict(stepsize=0.1, maxiter=solver.maxiter, tol=STOP_TOL, feasibility_tol=STOP_TOL)
-    limit = config.exact_pgd_time_limit_s
-    pgd = [
-        solvers.slsqp_projection_pgd(_pick(host, i), np.zeros(n), time_limit_s=limit, **options)
-        for i in range(min(config.exact_pgd_instances, count))
-    ]
-    pgd_gaps = [(r["value"] - reference[i]) / abs(reference[i]) for i, r in enumerate(pgd)]
-    pgd_time = float(np.mean([r["time_s"] for r in pgd]))
+    hom, multi = res["methods"]["hom_pgd"], res["methods"]["slsqp_multistart"]
+    solver = _programs(res["_model"], programs)[0]
+    references = (res["slsqp_values"], multi["values"])
     z0s = solvers.latent_starts(start_key, config.hom_starts, n)
-    best = []
-    for i in progress.track(range(count), total=count, description="QCQP (b): Hom-PGD starts"):
-        _, states = solve_starts(z0s, res["_weights"], _pick(res["_instances"], i))
-        index, feasible = solvers.best_feasible_start(states.value, states.violation, STOP_TOL)
-        best.append((float(np.asarray(states.value)[index]), feasible))
-    near_global = np.array(res["methods"]["slsqp_multistart"]["values"])
-    multi_gaps = (np.array([b[0] for b in best]) - near_global) / np.abs(near_global)
-    hom = res["methods"]["hom_pgd"]
-    return {
-        **res,
-        "exact_pgd_time_per_instance_s": pgd_time,
-        "speedup_vs_exact_pgd": pgd_time / hom["time_per_instance_s"],
-        "exact_pgd_median_gap": float(np.median(pgd_gaps)),
-        "exact_pgd_capped": any(r["capped"] for r in pgd),
-        "hom_starts": config.hom_starts,
-        "multistart_gaps": multi_gaps.tolist(),
-        "multistart_median_gap": float(np.nanmedian(multi_gaps)),
-        "multistart_feasible_fraction": float(np.mean([b[1] for b in best])),
-    }
+    options = dict(exact_pgd_instances=config.exact_pgd_instances, tol=STOP_TOL, progress=progress)
+    options["time_limit_s"] = config.exact_pgd_time_limit_s
+    args = (solver, res["_weights"], res["_instances"], *references, z0s)
+    starts = solvers.compare_qcqp_starts(*args, **options)
+    speedup = starts["exact_pgd_time_per_instance_s"] / hom["time_per_instance_s"]
+    return {**res, **starts, "speedup_vs_exact_pgd": speedup, "hom_starts": config.hom_starts}
 
 
 # --------------------------------------------------------------------------------------------
@@ -574,11 +387,8 @@ def _star_parts(config, star) -> list:
 
 
 def _budget(res) -> str:
-    kept = (
-        "the authors' budget"
-        if res["authors_budget"]
-        else "BELOW the authors' budget: a miss is unresolved"
-    )
+    below = "BELOW the authors' budget: a miss is unresolved"
+    kept = "the authors' budget" if res["authors_budget"] else below
     return (
         f"{res['train_steps']} training steps at batch {res['batch_size']}, width "
         f"{res['encoder_hidden']}, w_pen {res['penalty_weight']:g} ({kept})"
@@ -617,12 +427,9 @@ def _split_parts(label, res, extra: str = ""):
     optimizer, o_low, o_high = res["optimizer"]
     half = res.get("coverage_half", (np.nan,) * 3)[0]
     falling = coverage > COVERAGE_GAP and _coverage_still_falling(res)
-    coverage_ok, coverage_resolved = _gate(
-        coverage, low, high, COVERAGE_GAP, res["authors_budget"], falling
-    )
-    optimizer_ok, optimizer_resolved = _gate(
-        optimizer, o_low, o_high, OPTIMIZER_GAP, res["authors_budget"]
-    )
+    budget = res["authors_budget"]
+    coverage_ok, coverage_resolved = _gate(coverage, low, high, COVERAGE_GAP, budget, falling)
+    optimizer_ok, optimizer_resolved = _gate(optimizer, o_low, o_high, OPTIMIZER_GAP, budget)
     end_to_end = (
         f"end to end: median {hom['median_gap']:.1%} vs a local SLSQP solve from x = 0, "
         f"{res['gap_vs_multistart']:.1%} vs the best of {res['slsqp_starts']} SLSQP starts; "
@@ -709,19 +516,11 @@ def run(config: HomPGDConfig, rng_key: jax.Array, progress: Progress) -> Result:
     star, points = _run_star(config, star_key, progress)
     nets, programs = {}, {}  # one training per (size, budget); one compile per architecture
     qcqp = _run_qcqp(config, qcqp_key, progress, nets, programs)
-    speed = [
-        _run_size(
-            (n, m, steps, config.speed_batch_size, width),
-            config.speed_seed,
-            config.speed_instances,
-            config,
-            jax.random.fold_in(speed_key, i),
-            progress,
-            nets,
-            programs,
-        )  # fmt: skip
-        for i, (n, m, steps, width) in enumerate(config.speed_cases)
-    ]
+    speed = []
+    for i, (n, m, steps, width) in enumerate(config.speed_cases):
+        case, key = (n, m, steps, config.speed_batch_size, width), jax.random.fold_in(speed_key, i)
+        sample = (config.speed_seed, config.speed_instances)  # the test instances' seed, count
+        speed.append(_run_size(case, *sample, config, key, progress, nets, programs))
     figures = {
         "star": _star_figure(star, points),
         **dict(zip(("qcqp", "qcqp_multistart"), _qcqp_figures(qcqp), strict=True)),

@@ -90,6 +90,14 @@ from jaxlab.solvers._hom_pgd_problems import (
     star_radius,
     train_qcqp_homeomorphism,
 )
+from jaxlab.solvers._hom_pgd_studies import (
+    StarComparison,
+    compare_qcqp_methods,
+    compare_qcqp_starts,
+    compare_star_methods,
+    qcqp_gap_split,
+    qcqp_penalty_baseline,
+)
 from jaxlab.solvers._lshaped import LShaped, LShapedState
 from jaxlab.solvers._push_pull import FAB, FABParams, FABState, PushPull, PushPullState
 from jaxlab.solvers._vi import (
@@ -158,6 +166,13 @@ __all__ = [
     "star_projection",
     "star_radius",
     "train_qcqp_homeomorphism",
+    # its measurements on a user's sizes (star toy vs baselines, QCQP baselines, gap split)
+    "StarComparison",
+    "compare_qcqp_methods",
+    "compare_qcqp_starts",
+    "compare_star_methods",
+    "qcqp_gap_split",
+    "qcqp_penalty_baseline",
     # Push-Pull and FAB (distributed bilevel) over time-varying digraphs
     "FAB",
     "FABParams",

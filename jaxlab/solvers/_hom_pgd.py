@@ -29,6 +29,8 @@ from jax.typing import ArrayLike
 
 from jaxlab._src.solver import IterativeSolver, OptStep, SolverStatus
 from jaxlab._src.validation import (
+    check_callable,
+    check_choice,
     check_int,
     check_key,
     check_nonnegative,
@@ -169,8 +171,7 @@ def bisection_repair(
     z_candidate = z_candidate.astype(z_feasible.dtype)
     check_positive_int(num_steps, "num_steps")
     check_positive(tol, "tol")
-    if not callable(is_feasible):
-        raise TypeError(f"is_feasible must be callable, got {type(is_feasible).__name__}")
+    check_callable(is_feasible, "is_feasible", signature="is_feasible(z) -> bool")
     candidate_ok = jnp.asarray(is_feasible(z_candidate))
     if candidate_ok.shape != ():
         raise ValueError(f"is_feasible must return a scalar, got shape {candidate_ok.shape}")
@@ -309,27 +310,17 @@ class HomPGD(IterativeSolver):
 
     def __post_init__(self):
         super().__post_init__()
-        if not callable(self.fun):
-            raise TypeError(f"fun must be callable, got {type(self.fun).__name__}")
-        if not callable(self.homeomorphism):
-            raise TypeError(
-                f"homeomorphism must be callable, got {type(self.homeomorphism).__name__}"
-            )
-        if self.constraint_fn is not None and not callable(self.constraint_fn):
-            raise TypeError(
-                f"constraint_fn must be callable or None, got {type(self.constraint_fn).__name__}"
-            )
+        check_callable(self.fun, "fun", signature="fun(x, *args) -> scalar")
+        check_callable(self.homeomorphism, "homeomorphism", signature="homeomorphism(z, *args)")
+        check_callable(self.constraint_fn, "constraint_fn", allow_none=True)
         stepsize = check_positive(self.stepsize, "stepsize")  # None when traced
         check_real(
             self.adaptive_decay, "adaptive_decay", minimum=0.0, maximum=1.0, include_minimum=False
         )
         check_real(self.min_stepsize, "min_stepsize", minimum=0.0, maximum=stepsize)
-        if self.repair not in _REPAIRS:
-            raise ValueError(f"repair must be one of {_REPAIRS}, got {self.repair!r}")
-        if self.projection not in _PROJECTIONS:
-            raise ValueError(f"projection must be one of {_PROJECTIONS}, got {self.projection!r}")
-        if self.stopping not in _STOPPING:
-            raise ValueError(f"stopping must be one of {_STOPPING}, got {self.stopping!r}")
+        check_choice(self.repair, "repair", _REPAIRS)
+        check_choice(self.projection, "projection", _PROJECTIONS)
+        check_choice(self.stopping, "stopping", _STOPPING)
         if self.constraint_fn is None and self.repair != "none":
             raise ValueError(f"repair={self.repair!r} needs a constraint_fn")
         if self.constraint_fn is None and self.stopping == "objective_change":

@@ -25,6 +25,7 @@ from flax import nnx
 
 from jaxlab._src.validation import (
     check_array,
+    check_choice,
     check_int,
     check_key,
     check_last_axis,
@@ -641,14 +642,9 @@ def qcqp_hom_pgd(
         )
     if maxiter is not None:
         check_positive_int(maxiter, "maxiter")
-    if projection not in ("none", "ball", "box"):
-        raise ValueError(f'projection must be "none", "ball" or "box", got {projection!r}')
-    if repair not in ("radial", "bisection"):
-        raise ValueError(f'repair must be "radial" or "bisection", got {repair!r}')
-    if stopping not in ("none", "objective_change", "gradient_mapping"):
-        raise ValueError(
-            f'stopping must be "none", "objective_change" or "gradient_mapping", got {stopping!r}'
-        )
+    check_choice(projection, "projection", ("none", "ball", "box"))
+    check_choice(repair, "repair", ("radial", "bisection"))
+    check_choice(stopping, "stopping", ("none", "objective_change", "gradient_mapping"))
     graphdef = nnx.split(model, nnx.Param, ...)[0]
     n = model.num_features
 

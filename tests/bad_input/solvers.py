@@ -754,3 +754,41 @@ probes(
     raises("multiplicities", lambda: S.LShaped(_LSHAPED_MODEL, alpha=0.5,
            multiplicities=[[0.5, 1.5]]), ValueError, "fractional"),
 )  # fmt: skip
+
+# --------------------------------------------------------------------------------------------
+# Hom-PGD's studies (issue 43: the experiment's measurements as library calls).
+
+no_probes(_P + "StarComparison", "a result NamedTuple returned by compare_star_methods")
+probes(
+    _P + "compare_star_methods",
+    raises("z0s", lambda: S.compare_star_methods(jnp.ones(3)), ValueError),
+    raises("z0s", lambda: S.compare_star_methods(jnp.ones((2, 2), jnp.int32)), TypeError),
+    raises("maxiter", lambda: S.compare_star_methods(jnp.ones((1, 2)), maxiter=0), ValueError),
+    raises("timing_repeats", lambda: S.compare_star_methods(jnp.ones((1, 2)), timing_repeats=0)),
+)
+probes(
+    _P + "qcqp_penalty_baseline",
+    raises("method", lambda: S.qcqp_penalty_baseline("sgd", 2), ValueError),
+    raises("num_features", lambda: S.qcqp_penalty_baseline("alm", 0), ValueError),
+    raises("inner_solver", lambda: S.qcqp_penalty_baseline("alm", 2, inner_solver="lbfgs")),
+)
+_BATCH = lambda: S.sample_qcqp_batch(_key(), 2, 1, 2)  # noqa: E731
+probes(
+    _P + "compare_qcqp_methods",
+    raises("solver", lambda: S.compare_qcqp_methods(None, (), _BATCH()), TypeError),
+    raises("instances", lambda: S.compare_qcqp_methods(_hom(), (), _instance()), TypeError),
+)
+probes(
+    _P + "compare_qcqp_starts",
+    raises("solver", lambda: S.compare_qcqp_starts(None, (), _BATCH(), [1.0], [1.0], None)),
+    raises(
+        "local",
+        lambda: S.compare_qcqp_starts(_hom(), (), _BATCH(), [1.0], [1.0, 1.0], jnp.zeros((1, 2))),
+        ValueError,
+    ),
+)
+probes(
+    _P + "qcqp_gap_split",
+    raises("solver", lambda: S.qcqp_gap_split(None, None, [0.0], [0.0], [0.0], [0.0], None, None)),
+    raises("model", lambda: S.qcqp_gap_split(_hom(), None, [0.0], [0.0], [0.0], [0.0], None, None)),
+)
