@@ -36,6 +36,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from jaxlab._src import validation
+
 __all__ = [
     "SKIPPED",
     "CPU_FLOPS_PER_S",
@@ -143,8 +145,7 @@ def declare_parts(name: str, parts: Callable[[Any], list[RunPart]]) -> None:
     """
     from jaxlab._src.experiments import REGISTRY
 
-    if not callable(parts):
-        raise TypeError(f"parts must be a function config -> list of RunPart, got {parts!r}")
+    validation.check_callable(parts, "parts", signature="parts(config) -> list of RunPart")
     if name not in REGISTRY:
         raise KeyError(f"declare_parts: no registered experiment {name!r}")
     REGISTRY[name] = dataclasses.replace(REGISTRY[name], parts_fn=parts)
@@ -248,8 +249,7 @@ def unit(coords: Mapping[str, Any], compute: Callable[[], Any], *, skipped: Any 
     """
     if not isinstance(coords, Mapping):
         raise TypeError(f"coords must be a mapping axis -> value, got {coords!r}")
-    if not callable(compute):
-        raise TypeError(f"compute must be a function of no argument, got {compute!r}")
+    validation.check_callable(compute, "compute", signature="compute()")
     mode = _MODE.get()
     if mode is None:
         return compute()
@@ -294,10 +294,8 @@ def as_unit(
       >>> train(None, 3)  # outside a part: called as before
       30
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be a function, got {fn!r}")
-    if not callable(coords):
-        raise TypeError(f"coords must be a function of fn's arguments -> mapping, got {coords!r}")
+    validation.check_callable(fn, "fn")
+    validation.check_callable(coords, "coords", signature="coords(*fn's arguments) -> mapping")
 
     skipped = SKIPPED if outputs is None else (SKIPPED,) * outputs
 
@@ -336,8 +334,7 @@ def device_seconds(cpu_s: float, kind: str) -> float:
       >>> device_seconds(6000.0, "dense")
       120.0
     """
-    if kind not in DEVICE_SPEEDUP:
-        raise ValueError(f"kind must be one of {sorted(DEVICE_SPEEDUP)}, got {kind!r}")
+    validation.check_choice(kind, "kind", tuple(sorted(DEVICE_SPEEDUP)))
     return DEVICE_START_S + float(cpu_s) / DEVICE_SPEEDUP[kind]
 
 

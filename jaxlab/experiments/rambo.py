@@ -311,8 +311,10 @@ def part_statuses(rows: dict) -> list[str]:
     others = [r["sgp_minus_rambo"] for t, r in rows.items() if not t.startswith(TWO_REGIME)]
     each = [_status(r["low"], r["high"], -TIE_MARGIN) for r in others]
     part2 = "fail" if "fail" in each else "pass" if all(s == "pass" for s in each) else "unresolved"
-    vs_random = [_status(r["random_minus_rambo"]["low"], r["random_minus_rambo"]["high"],
-                         RANDOM_GAP) for r in rows.values()]  # fmt: skip
+    vs_random = [
+        _status(r["random_minus_rambo"]["low"], r["random_minus_rambo"]["high"], RANDOM_GAP)
+        for r in rows.values()
+    ]
     part3 = (
         "fail"
         if "fail" in vs_random
@@ -403,7 +405,7 @@ def run(config: RamboExperimentConfig, rng_key: jax.Array, progress: Progress) -
         "; ".join(
             f"{t}: random - RAMBO {_interval_text(r['random_minus_rambo'])}"
             for t, r in rows.items()
-        ),  # fmt: skip
+        ),
         statuses[2],
     )
     level = note_level(statuses)
