@@ -9,7 +9,8 @@ sampled by a collapsed Gibbs sweep; predictions gate the regimes by how well eac
 test point and split the uncertainty into intra-regime (``Σ w_k v_k``) and inter-regime
 (``Σ w_k (μ_k - μ)²``) parts; the acquisition is the mixture of per-regime EIs.
 
-* GPs: :func:`rbf_kernel` (isotropic or ARD), :func:`gp_log_marginal`, :func:`gp_posterior` /
+* GPs: :class:`GPData` (padded training data, checked once), :func:`rbf_kernel` (isotropic
+  or ARD), :func:`gp_log_marginal`, :func:`gp_posterior` /
   :func:`gp_predict`, :func:`gp_loo_predictive` (closed-form leave-one-out), :func:`fit_gp`
   (type-II ML or MAP with optax L-BFGS or Adam), all on
   padded data with a row mask.
@@ -46,6 +47,7 @@ from jaxlab.bo._acquisition import (
     sobol_points,
     upper_confidence_bound,
 )
+from jaxlab.bo._data import GPData
 from jaxlab.bo._gp import (
     GPFitInfo,
     GPParams,
@@ -113,6 +115,7 @@ from jaxlab.bo._reference import numpy_gibbs_sweep
 
 __all__ = [
     # Gaussian processes
+    "GPData",
     "GPFitInfo",
     "GPParams",
     "GPPosterior",
