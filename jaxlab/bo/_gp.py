@@ -596,6 +596,7 @@ def _fit_botorch_lbfgsb(x, y, mask, starts, steps, jitter):
             loss, u0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": int(steps)}
         )
         nonfinite += sum(not ok for ok in evaluations)
+        result.fun = float(np.squeeze(result.fun))
         if np.isfinite(result.fun) and (best is None or result.fun < best.fun):
             best = result
         if result.success and np.isfinite(result.fun):
@@ -603,7 +604,7 @@ def _fit_botorch_lbfgsb(x, y, mask, starts, steps, jitter):
             break
     if best is None:
         return np.asarray(starts[0], np.float64), np.float64(np.inf), np.int32(nonfinite)
-    return best.x, np.float64(best.fun * x.shape[0]), np.int32(nonfinite)
+    return best.x, np.float64(float(best.fun) * x.shape[0]), np.int32(nonfinite)
 
 
 def fit_sgp_botorch(
@@ -703,19 +704,29 @@ def fit_sgp_botorch(
         starts = jnp.maximum(
             jnp.concatenate([zeros, jnp.exp(log_ls), jnp.exp(log_noise_var)], 1), floors
         )
-        shapes = (
-            jax.ShapeDtypeStruct((d + 2,), dtype),
-            jax.ShapeDtypeStruct((), dtype),
-            jax.ShapeDtypeStruct((), jnp.int32),
-        )
+        # The results come back as uint32 words, bitcast here: the callback runs on XLA's own
+        # thread, outside a caller's `jax.enable_x64` scope, where JAX would check float64
+        # results against float32 (canonicalized) and refuse them.
+        words = (2,) if dtype == jnp.float64 else ()
+
+        def to_words(value):
+            value = np.array(value, dtype)  # a C-ordered copy (0-d stays 0-d)
+            return value.reshape(-1).view(np.uint32).reshape(value.shape + words)
 
         def host(x_, y_, mask_, starts_):
             u, value, bad = _fit_botorch_lbfgsb(x_, y_, mask_, starts_, steps, jitter)
-            return np.asarray(u, dtype), np.asarray(value, dtype), np.asarray(bad, np.int32)
+            return to_words(u), to_words(value), np.asarray(bad, np.int32)
 
+        shapes = (
+            jax.ShapeDtypeStruct((d + 2, *words), jnp.uint32),
+            jax.ShapeDtypeStruct(words, jnp.uint32),
+            jax.ShapeDtypeStruct((), jnp.int32),
+        )
         u, value, nonfinite = jax.pure_callback(
             host, shapes, x, y, mask, starts, vmap_method="sequential"
         )
+        u = jax.lax.bitcast_convert_type(u, dtype)
+        value = jax.lax.bitcast_convert_type(value, dtype)
         params = GPParams(jnp.ones([], dtype), u[1 : 1 + d], jnp.sqrt(u[-1]))
         return params, u[0], GPFitInfo(value, nonfinite)
 
