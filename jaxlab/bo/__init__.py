@@ -28,9 +28,9 @@ test point and split the uncertainty into intra-regime (``Σ w_k v_k``) and inte
   :func:`maximize_acquisition` (Sobol starts, Adam, then L-BFGS), :func:`sobol_points`.
 * The loop: :func:`bayes_opt` (``"rambo"``, ``"sgp"`` single-GP EI, ``"random"``).
 * BoTorch-style single GP (``bayes_opt(surrogate="sgp_botorch")``): :func:`botorch_log_prior`,
-  :func:`sgp_botorch_log_posterior`, :func:`fit_sgp_botorch` (multi-start type-II MAP with
-  BoTorch's ``SingleTaskGP`` priors and floors) and :func:`log_expected_improvement` (LogEI,
-  accurate where EI underflows).
+  :func:`sgp_botorch_log_posterior`, :func:`fit_sgp_botorch` (type-II MAP with BoTorch's
+  ``SingleTaskGP`` priors and floors, fit as BoTorch fits it, or multi-start in JAX) and
+  :func:`log_expected_improvement` (LogEI, accurate where EI underflows).
 * Problems: :func:`levy`, :func:`schwefel`, :func:`two_regime`, :func:`bo_problem`,
   :func:`sample_two_gp_regimes`.
 
