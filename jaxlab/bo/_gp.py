@@ -702,7 +702,7 @@ def fit_sgp_botorch(
             [-jnp.inf] + [BOTORCH_LENGTHSCALE_FLOOR] * d + [BOTORCH_NOISE_FLOOR], jnp.float32
         ).astype(dtype)
         starts = jnp.maximum(
-            jnp.concatenate([zeros, jnp.exp(log_ls), jnp.exp(log_noise_var)], 1), floors
+            jnp.concatenate([zeros, jnp.exp(log_ls), jnp.exp(log_noise_var)], 1), floors[None]
         )
         # The results come back as uint32 words, bitcast here: the callback runs on XLA's own
         # thread, outside a caller's `jax.enable_x64` scope, where JAX would check float64

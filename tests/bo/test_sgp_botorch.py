@@ -176,46 +176,55 @@ def _botorch_coordinates():
 
 
 def test_lbfgsb_fit_equals_botorchs_fit():
-    """BoTorch's procedure (default ``method="lbfgsb"``) lands on BoTorch's recorded optimum,
-    under jit too; on these data the multi-start ``"lbfgs"`` finds a higher mode instead (the
-    difference the Levy comparison turns on)."""
+    """BoTorch's procedure (the default ``method="lbfgsb"``) lands on BoTorch's recorded
+    optimum, under jit too."""
     x, y = _botorch_coordinates()
     with jax.enable_x64(True):
         args = (jax.random.key(0), jnp.asarray(x), jnp.asarray(y))
         params, c, info = fit_sgp_botorch(*args, jitter=0.0)
         jitted = jax.jit(lambda k, a, b: fit_sgp_botorch(k, a, b, jitter=0.0))(*args)
-        multi = fit_sgp_botorch(*args, jitter=0.0, method="lbfgs")
     np.testing.assert_allclose(params.lengthscale, _BOTORCH_FIT["ls"], rtol=1e-4)
     assert float(params.noise_std) ** 2 == pytest.approx(_BOTORCH_FIT["noise"], rel=1e-4)
     assert float(c) == pytest.approx(_BOTORCH_FIT["c"], abs=1e-4)
     assert -float(info.objective) == pytest.approx(_BOTORCH_FIT["log_posterior"], abs=1e-6)
     assert int(info.nonfinite) == 0
     np.testing.assert_allclose(jitted[0].lengthscale, params.lengthscale, rtol=1e-12)
-    assert -float(multi[2].objective) > _BOTORCH_FIT["log_posterior"] + 1.0
 
 
-def test_lbfgsb_gradient_equals_autodiff():
-    """The host fit's closed-form gradient against jax.grad of sgp_botorch_log_posterior."""
+@pytest.mark.slow  # compiles the vmapped multi-start L-BFGS
+def test_multistart_finds_a_higher_mode_than_botorch_on_the_levy_data():
+    """On the same 13 Levy points the multi-start ``"lbfgs"`` reaches a mode more than 1 nat
+    above BoTorch's (the difference the Levy comparison turns on; see fit_sgp_botorch)."""
+    x, y = _botorch_coordinates()
+    with jax.enable_x64(True):
+        _, _, info = fit_sgp_botorch(
+            jax.random.key(0), jnp.asarray(x), jnp.asarray(y), jitter=0.0, method="lbfgs"
+        )
+    assert -float(info.objective) > _BOTORCH_FIT["log_posterior"] + 1.0
+
+
+def test_lbfgsb_gradient_equals_central_differences():
+    """The host fit's closed-form gradient against central differences of its own loss, and its
+    loss against the hand-written NumPy log posterior divided by n."""
     from jaxlab.bo._gp import _botorch_objective_numpy
 
     x, y = _botorch_coordinates()
     n, d = x.shape
     u = np.array([0.3, 0.2, 0.7, 0.01])
-    value, grad = _botorch_objective_numpy(u, x, y, d, 1e-6)
-    with jax.enable_x64(True):
-
-        def loss(u):
-            params = GPParams(jnp.array(1.0), u[1:3], jnp.sqrt(u[3]))
-            return -sgp_botorch_log_posterior(jnp.asarray(x), jnp.asarray(y), params, mean=u[0]) / n
-
-        ref_value, ref_grad = jax.value_and_grad(loss)(jnp.asarray(u))
-    assert value == pytest.approx(float(ref_value), rel=1e-12)
-    np.testing.assert_allclose(grad, np.asarray(ref_grad), rtol=1e-9, atol=1e-12)
+    value, grad = _botorch_objective_numpy(u, x, y, d, _JITTER)
+    assert value == pytest.approx(-_numpy_log_posterior(x, y, u[1:3], u[3], u[0]) / n, rel=1e-12)
+    step = 1e-6 * np.maximum(np.abs(u), 1e-2)
+    central = [
+        (_botorch_objective_numpy(u + h, x, y, d, _JITTER)[0]
+         - _botorch_objective_numpy(u - h, x, y, d, _JITTER)[0]) / (2 * h[i])
+        for i, h in enumerate(np.diag(step))
+    ]  # fmt: skip
+    np.testing.assert_allclose(grad, central, rtol=1e-6, atol=1e-8)
 
 
 def test_lbfgsb_fit_float32_and_floors():
-    """float32 data: the host fit runs in float64 and returns float32 at the float64 optimum; a
-    noise-free sine keeps σ_n² at BoTorch's floor 1e-4 and every ℓ above 0.025."""
+    """float32 data: the host fit runs in float64 and returns float32 at the float64 optimum,
+    with σ_n² and every ℓ at or above BoTorch's floors."""
     xs = np.linspace(0.0, 1.0, 12)[:, None]
     ys = np.sin(4.0 * xs[:, 0])
     ys = (ys - ys.mean()) / ys.std(ddof=1)
@@ -223,9 +232,9 @@ def test_lbfgsb_fit_float32_and_floors():
     with jax.enable_x64(True):
         ref = fit_sgp_botorch(jax.random.key(0), jnp.asarray(xs), jnp.asarray(ys))
     assert params.lengthscale.dtype == jnp.float32 and info.objective.dtype == jnp.float32
-    np.testing.assert_allclose(params.lengthscale, ref[0].lengthscale, rtol=1e-6)
-    assert float(params.noise_std) ** 2 == pytest.approx(1e-4, rel=1e-5)
-    assert float(np.min(params.lengthscale)) >= 0.025
+    np.testing.assert_allclose(params.lengthscale, ref[0].lengthscale, rtol=1e-5)
+    assert float(info.objective) == pytest.approx(float(ref[2].objective), rel=1e-5)
+    assert float(params.noise_std) ** 2 >= 1e-4 and float(np.min(params.lengthscale)) >= 0.025
 
 
 def _log_h_quad(z):
