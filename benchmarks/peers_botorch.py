@@ -7,9 +7,8 @@ compared on the log10 scale, per seed (paired). Arms:
 
 * ``sgp``: ``bayes_opt(surrogate="sgp")``, the released baseline (type-II ML, EI, ``ξ = 0.1``);
 * ``sgp_botorch``: ``bayes_opt(surrogate="sgp_botorch")``, BoTorch's defaults (priors,
-  ``σ_n² >= 1e-4``, Normalize/Standardize, multi-start MAP) and LogEI;
-* ``sgp_botorch_1start``: the same with ``gp_restarts=1``, BoTorch's single start at the
-  priors' modes (a diagnostic: how much the multi-start MAP itself changes the outcome);
+  ``σ_n² >= 1e-4``, Normalize/Standardize), fit as BoTorch fits (``fit_sgp_botorch``'s
+  ``"lbfgsb"``: SciPy's L-BFGS-B on the natural parameters from the priors' modes) and LogEI;
 * ``rambo``: ``bayes_opt(surrogate="rambo")`` with the quick ``RamboConfig()`` (fewer seeds
   when ``--rambo-seeds`` says so: it is the slow arm on 2 cores);
 * ``botorch``: BoTorch's standard loop, ``SingleTaskGP`` (its default priors and likelihood,
@@ -44,12 +43,11 @@ import time
 import numpy as np
 
 ENV_PYTHON = "JAXLAB_BOTORCH_PYTHON"
-ARMS = ("sgp", "sgp_botorch", "sgp_botorch_1start", "rambo", "botorch")
-# arm -> bayes_opt's surrogate and extra keywords (the 1-start arm: BoTorch's single fit start)
+ARMS = ("sgp", "sgp_botorch", "rambo", "botorch")
+# arm -> bayes_opt's surrogate and extra keywords
 _JAXLAB_ARMS = {
     "sgp": ("sgp", {}),
     "sgp_botorch": ("sgp_botorch", {}),
-    "sgp_botorch_1start": ("sgp_botorch", {"gp_restarts": 1}),
     "rambo": ("rambo", {}),
 }
 BOOTSTRAP = 10_000  # resamples of the percentile bootstrap (fixed seed: a rerun gives the same)

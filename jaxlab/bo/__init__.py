@@ -9,7 +9,8 @@ sampled by a collapsed Gibbs sweep; predictions gate the regimes by how well eac
 test point and split the uncertainty into intra-regime (``Σ w_k v_k``) and inter-regime
 (``Σ w_k (μ_k - μ)²``) parts; the acquisition is the mixture of per-regime EIs.
 
-* GPs: :func:`rbf_kernel` (isotropic or ARD), :func:`gp_log_marginal`, :func:`gp_posterior` /
+* GPs: :class:`GPData` (padded training data, checked once), :func:`rbf_kernel` (isotropic
+  or ARD), :func:`gp_log_marginal`, :func:`gp_posterior` /
   :func:`gp_predict`, :func:`gp_loo_predictive` (closed-form leave-one-out), :func:`fit_gp`
   (type-II ML or MAP with optax L-BFGS or Adam), all on
   padded data with a row mask.
@@ -29,9 +30,9 @@ test point and split the uncertainty into intra-regime (``Σ w_k v_k``) and inte
   :func:`maximize_acquisition` (Sobol starts, Adam, then L-BFGS), :func:`sobol_points`.
 * The loop: :func:`bayes_opt` (``"rambo"``, ``"sgp"`` single-GP EI, ``"random"``).
 * BoTorch-style single GP (``bayes_opt(surrogate="sgp_botorch")``): :func:`botorch_log_prior`,
-  :func:`sgp_botorch_log_posterior`, :func:`fit_sgp_botorch` (multi-start type-II MAP with
-  BoTorch's ``SingleTaskGP`` priors and floors) and :func:`log_expected_improvement` (LogEI,
-  accurate where EI underflows).
+  :func:`sgp_botorch_log_posterior`, :func:`fit_sgp_botorch` (type-II MAP with BoTorch's
+  ``SingleTaskGP`` priors and floors, fit as BoTorch fits it, or multi-start in JAX) and
+  :func:`log_expected_improvement` (LogEI, accurate where EI underflows).
 * Problems: :func:`levy`, :func:`schwefel`, :func:`two_regime`, :func:`bo_problem`,
   :func:`sample_two_gp_regimes`.
 
@@ -48,6 +49,7 @@ from jaxlab.bo._acquisition import (
     sobol_points,
     upper_confidence_bound,
 )
+from jaxlab.bo._data import GPData
 from jaxlab.bo._gp import (
     GPFitInfo,
     GPParams,
@@ -117,6 +119,7 @@ from jaxlab.bo._reference import numpy_gibbs_sweep
 
 __all__ = [
     # Gaussian processes
+    "GPData",
     "GPFitInfo",
     "GPParams",
     "GPPosterior",

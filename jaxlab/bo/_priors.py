@@ -135,9 +135,7 @@ def concentration_schedule(
       >>> round(concentration_schedule("linear", total=200)(100), 6)
       2.738693
     """
-    kinds = ("constant", "linear", "sqrtlog")
-    if kind not in kinds:
-        raise ValueError(f"kind must be one of {kinds}, got {kind!r}")
+    validation.check_choice(kind, "kind", ("constant", "linear", "sqrtlog"))
     a0 = validation.check_real(alpha0, "alpha0", minimum=0.0, include_minimum=False)
     if kind == "constant":
         return lambda t: a0

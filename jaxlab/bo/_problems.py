@@ -123,9 +123,7 @@ def bo_problem(name: str, dim: int = 2) -> BOProblem:
       >>> p.bounds.shape, p.optimal_value
       ((6, 2), 0.0)
     """
-    names = ("levy", "schwefel", "two_regime")
-    if name not in names:
-        raise ValueError(f"name must be one of {names}, got {name!r}")
+    validation.check_choice(name, "name", ("levy", "schwefel", "two_regime"))
     dim = validation.check_positive_int(dim, "dim")
     if name == "two_regime":
         if dim != 2:

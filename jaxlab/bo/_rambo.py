@@ -61,6 +61,7 @@ import optax
 
 from jaxlab._src import validation
 from jaxlab._src.sampling import SamplingAlgorithm
+from jaxlab.bo._data import GPData
 from jaxlab.bo._gp import (
     DEFAULT_JITTER,
     GPParams,
@@ -272,28 +273,7 @@ def _check_variant(variant):
 
 
 def _check_data(x, y, mask):
-    x = validation.check_array(x, "x", kind="floating", ndim=2)
-    y = validation.check_array(y, "y", kind="floating", ndim=1)
-    if y.shape[0] != x.shape[0]:
-        raise ValueError(f"y must have one entry per row of x ({x.shape[0]}), got shape {y.shape}")
-    if mask is None:
-        mask = jnp.ones(x.shape[0], bool)
-    mask = jnp.asarray(mask)
-    if mask.shape != (x.shape[0],) or mask.dtype != jnp.bool_:
-        raise ValueError(
-            f"mask must be a bool array of shape ({x.shape[0]},), got {mask.dtype} {mask.shape}"
-        )
-    if validation.is_concrete(mask) and not np.any(np.asarray(mask)):
-        raise ValueError(
-            "mask must select at least one observation (zero initial points), got none"
-        )
-    if validation.is_concrete(y) and validation.is_concrete(mask):
-        if not np.all(np.isfinite(np.asarray(y)[np.asarray(mask)])):
-            raise ValueError("y must be finite at every unmasked observation, got NaN or inf")
-    if validation.is_concrete(x) and validation.is_concrete(mask):
-        if not np.all(np.isfinite(np.asarray(x)[np.asarray(mask)])):
-            raise ValueError("x must be finite at every unmasked observation, got NaN or inf")
-    return x, y.astype(x.dtype), mask
+    return GPData.create(x, y, mask)
 
 
 def _check_alpha(alpha):

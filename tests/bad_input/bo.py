@@ -115,6 +115,15 @@ probes(
     raises("num_restarts", lambda: B.fit_sgp_botorch(_key(), _X, _Y, num_restarts=0)),
     raises("steps", lambda: B.fit_sgp_botorch(_key(), _X, _Y, steps=-1)),
     raises("mask", lambda: B.fit_sgp_botorch(_key(), _X, _Y, jnp.zeros(6, bool))),
+    raises("method", lambda: B.fit_sgp_botorch(_key(), _X, _Y, method="adam")),
+)
+probes(
+    _P + "GPData",
+    raises("x", lambda: B.GPData.create(_X[:, 0], _Y)),
+    raises("y", lambda: B.GPData.create(_X, _Y[:3])),
+    raises("mask", lambda: B.GPData.create(_X, _Y, jnp.ones(6))),
+    raises("mask", lambda: B.GPData.create(_X, _Y, jnp.zeros(6, bool)), description="no rows"),
+    raises("x", lambda: B.GPData.create(_X.at[2, 0].set(INF), _Y), description="non-finite"),
 )
 probes(
     _P + "lognormal_log_prob",
