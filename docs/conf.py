@@ -162,6 +162,11 @@ def link_arxiv(app, what, name, obj, options, lines):
     Attributes; the field itself stays documented, so references to it resolve)."""
     if lines and lines[0].startswith("Alias for field number"):
         lines[:] = []
+    # A public constant (a dict or tuple) has no docstring of its own: autodoc falls back to its
+    # type's (dict's, with reST-breaking indentation), which says nothing about the constant.
+    doc = inspect.getdoc(type(obj))
+    if what == "data" and doc and "\n".join(lines).strip() == doc.strip():
+        lines[:] = []
     for i, line in enumerate(lines):
         lines[i] = _ARXIV.sub(r"`arXiv \1 <https://arxiv.org/abs/\1>`__", line)
 

@@ -56,7 +56,7 @@ class BatchedReconstructor:
     """One solver on a batch of problems: the vmapped update compiled once, memory measured.
 
     The update ``solver.update`` vmapped over ``batch_size`` problems (the operator and the
-    prior shared) is compiled once by :func:`~jaxlab.inverse.step_memory`, so :attr:`memory`
+    prior shared) is compiled once by :func:`~jaxlab.inverse.step_memory`, so ``memory``
     is that program's (``memory_analysis()``; on a backend without it, the residuals of the
     differentiated function: D-Flow's objective, or one MS-Flow segment with
     ``jacobian="vjp"``, none for the Jacobian-free sweep). :meth:`reconstruct` starts every
@@ -72,7 +72,10 @@ class BatchedReconstructor:
       batch_size: problems per call (``B``).
 
     Attributes:
-      solver, velocity_params, operator, batch_size: as given.
+      solver: as given.
+      velocity_params: as given.
+      operator: as given.
+      batch_size: as given.
       memory: the :class:`~jaxlab.inverse.StepMemory` of one batched update.
 
     Examples:

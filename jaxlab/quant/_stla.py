@@ -265,7 +265,7 @@ def stla(
         matters: ``round_weight`` weighs a regulariser summed over weights against a recon loss
         that scales with ``‖W‖²‖H‖`` (``info.warmup_recon``/``warmup_reg`` show the balance).
       quantizer: the :class:`Quantizer`; ``None``: the reference's
-        :data:`DEFAULT_QUANTIZER` (3 bits, groups of 256, ``grid="search"``: each group's grid
+        ``DEFAULT_QUANTIZER`` (3 bits, groups of 256, ``grid="search"``: each group's grid
         searched with ``S_g`` (global) or ``H_gg`` (local); ``"minmax"`` is GPTQ's rule, for
         comparisons on one grid rule). ``group_size`` must be a multiple or divisor of the
         cluster size; ``None``: one group per row, searched once with ``M = H``.
@@ -284,7 +284,7 @@ def stla(
       params: fixed ``(scale, zero)`` of shape ``[r, num_groups]`` (processing order), which
         replace the grid rule (the note's shared per-channel parameters).
       **deprecated: the :class:`Quantizer`'s fields as keywords (``bits=2``), the signature
-        before the :class:`Quantizer`; they replace :data:`DEFAULT_QUANTIZER`'s and warn.
+        before the :class:`Quantizer`; they replace ``DEFAULT_QUANTIZER``'s and warn.
 
     Returns:
       A :class:`QuantizedWeight`; ``info.column_losses`` holds one hard loss per cluster.
