@@ -25,13 +25,14 @@ RAMBO iteration at 50 rows, 0.085 at 20); sweeps and candidates follow. At 40 it
 and 1024 candidates one RAMBO run took 20-25 s wall / 31-33 CPU s on the quiet machine, about 2,000
 CPU s for the 60 RAMBO runs alone; the whole quick run at these sizes used 220 CPU s (905 s
 wall on the shared machine at load 7-15) at ead2f8e and 205 CPU s (1,252 s wall, load 13-20)
-at f919228, with the same metrics. Full: the paper's 6-D and 10-D Levy and Schwefel (20 + 200
+at f919228, with the same metrics, and 243 CPU s (518 s wall beside a test run) at 3baad6b, where
+only the reported ``sgp-botorch`` arm moved (BoTorch's own fit). Full: the paper's 6-D and 10-D Levy and Schwefel (20 + 200
 evaluations, 10 seeds, 1000 / 500 sweeps) with both concentration schedules (linear 0.5 → 5 and
 sqrtlog ``α₀ = 2``), 2048 candidates, 20 starts refined by Adam then 60 L-BFGS iterations (the
 released code's optimizer); the verdict reads the first RAMBO arm. Quick and full run the
 BoTorch-style single GP beside (``sgp-botorch``: ``bayes_opt(surrogate="sgp_botorch")`` with its
 LogEI, ``ξ = 0``), reported against RAMBO by the same paired interval, not gating; smoke leaves it
-out (its multi-start fit compiles for ~10 s).
+out (its fit adds a compile of ~10 s).
 
 Verdict: three parts, each decided by the paired Student-t 95% interval over seeds of a mean
 difference of ``log10`` final regret (pass when the interval meets the gap, fail when it
