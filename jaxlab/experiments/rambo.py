@@ -32,7 +32,7 @@ sqrtlog ``α₀ = 2``), 2048 candidates, 20 starts refined by Adam then 60 L-BFG
 released code's optimizer); the verdict reads the first RAMBO arm. Quick and full run the
 BoTorch-style single GP beside (``sgp-botorch``: ``bayes_opt(surrogate="sgp_botorch")`` with its
 LogEI, ``ξ = 0``), reported against RAMBO by the same paired interval, not gating; smoke leaves it
-out (its fit adds a compile of ~10 s).
+out (to keep the smoke test short).
 
 Verdict: three parts, each decided by the paired Student-t 95% interval over seeds of a mean
 difference of ``log10`` final regret (pass when the interval meets the gap, fail when it
