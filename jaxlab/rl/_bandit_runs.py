@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxlab._src import validation
 from jaxlab._src.validation import check_positive_int
 from jaxlab.rl._grpo import group_advantages, grpo
 from jaxlab.rl._problems import (
@@ -170,6 +171,10 @@ def seed_answer_metrics(bandits: Sequence[TernaryBandit], probs: jax.typing.Arra
       >>> seed_answer_metrics([bandit, bandit], jnp.stack([pi, pi]))["mean"]["paq"]
       1.0
     """
+    if len(bandits) != np.shape(probs)[0]:
+        raise ValueError(
+            f"probs must hold one row per bandit ({len(bandits)}), got shape {np.shape(probs)}"
+        )
     per_seed = [
         expected_answer_metrics(bandit, jnp.asarray(p))
         for bandit, p in zip(bandits, probs, strict=True)
@@ -236,6 +241,7 @@ def ucpo_reference_checks(tolerance: float) -> dict[str, Any]:
       >>> ucpo_reference_checks(1.5e-4)["passed"]
       True
     """
+    validation.check_positive(tolerance, "tolerance")
     rows = list(UCPO_REFERENCE_TABLE)
     labels = jnp.array([[RIGHT] * r + [WRONG] * w + [UNCERTAIN] * u for r, w, u in rows], jnp.int32)
     # Properties: no uncertain rollout -> TAD equals GRPO; NTF masks n_R n_W = 0 exactly.

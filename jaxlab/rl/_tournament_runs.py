@@ -20,6 +20,7 @@ import numpy as np
 import optax
 from flax import nnx
 
+from jaxlab._src import validation
 from jaxlab._src.validation import check_callable, check_int, check_positive_int
 from jaxlab.rl._grpo import group_advantages, grpo
 from jaxlab.rl._policy import AutoregressivePolicy, split_policy
@@ -433,6 +434,11 @@ def tsrl_reference_errors(keys: jax.Array) -> tuple[dict[str, jax.Array], jax.Ar
       >>> max(float(e) for e in errors.values()) < 1e-5, variance.shape
       (True, (3,))
     """
+    validation.check_key(keys, "keys")
+    if jnp.ndim(keys) != 1:
+        raise ValueError(
+            f"keys must be a 1-D batch of keys (jax.random.split), got shape {jnp.shape(keys)}"
+        )
     return _reference_errors(keys)
 
 
@@ -451,6 +457,9 @@ def tournament_toy_arms(
       >>> [name for name, *_ in tournament_toy_arms((1, 4), (0.2,))][3:]
       ['tsrl_k1', 'tsrl_k4', 'tsrl_k4_eps0.2', 'single_eps0.2']
     """
+    anchors = validation.check_int_sequence(anchors, "anchors")
+    for eps in flips:
+        validation.check_probability(eps, "flips")
     k_max = max(anchors)
     arms = [("pointwise", "pointwise", 0, 0.0), ("single", "single", 0, 0.0)]
     arms += [("round_robin", "round_robin", 0, 0.0)]
@@ -498,6 +507,9 @@ def tournament_bandit_arms(
       >>> sorted(out), len(out["tsrl_k2"]["quality"])
       (['single', 'tsrl_k2'], 2)
     """
+    check_positive_int(seeds, "seeds")
+    if not arms:
+        raise ValueError("arms must hold at least one (name, kind, K, eps) arm, got none")
     k_max = max(max(k, 1) for _, _, k, _ in arms)
     kinds = jnp.array([JUDGED_REWARD_KINDS.index(kind) for _, kind, _, _ in arms])
     masks = jnp.array([[float(i < max(k, 1)) for i in range(k_max)] for _, _, k, _ in arms])
@@ -628,6 +640,11 @@ def hidden_quality_sequence_study(
       >>> len(out["grid"]), len(out["held_out"]["quality"])
       (3, 2)
     """
+    validation.check_key(rng_key, "rng_key")
+    check_positive_int(seeds, "seeds")
+    missing = [k for k in ("vocab", "length", "num_prompts") if k not in sizes]
+    if missing:
+        raise TypeError(f"sizes must give {missing} (hidden_quality_sequence_program's sizes)")
     kinds = tuple(sizes.get("kinds", ("pointwise", "single", "tsrl")))
     policy_sizes = dict(
         vocab=sizes["vocab"], length=sizes["length"], num_prompts=sizes["num_prompts"]

@@ -449,3 +449,13 @@ probes(
         "a key of another PRNG",
     ),
 )
+
+_IDENTITY_SAMPLER = p.SamplingAlgorithm(lambda x: x, lambda k, s: (s, None))
+probes(
+    _P + "run_sampler",
+    raises("algorithm", lambda: p.run_sampler(3, jnp.zeros((2, 1)), jax.random.key(0), 2)),
+    raises(
+        "record",
+        lambda: p.run_sampler(_IDENTITY_SAMPLER, jnp.zeros((2, 1)), jax.random.key(0), 2, record=3),
+    ),
+)

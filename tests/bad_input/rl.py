@@ -743,3 +743,129 @@ probes(
         ValueError,
     ),
 )
+
+
+# The TSRL and UCPO studies' programs (moved into the library by issue 43): the checks run before
+# anything compiles.
+_ZERO = lambda *a: 0.0  # noqa: E731
+_ONE_ARM = [("tsrl_k1", "tsrl", 1, 0.0)]
+_TOY = dict(num_prompts=2, num_candidates=3, batch_prompts=1, group_size=2, steps=1)
+_SEQ = dict(num_prompts=2, length=2, batch_prompts=1, group_size=2, num_anchors=1)
+_SEQ.update(temperature=1.0, position_bias=0.0, eval_samples=2)
+probes(
+    _P + "ternary_bandit_program",
+    raises(
+        "num_prompts",
+        lambda: R.ternary_bandit_program(0, 3, [0.5], batch_prompts=1, group_size=2, steps=1),
+    ),
+    raises(
+        "group_size",
+        lambda: R.ternary_bandit_program(2, 3, [0.5], batch_prompts=1, group_size=0, steps=1),
+    ),
+)
+probes(
+    _P + "seed_answer_metrics",
+    raises("probs", lambda: R.seed_answer_metrics([], jnp.ones(3))),
+)
+probes(
+    _P + "ucpo_reference_checks",
+    raises("tolerance", lambda: R.ucpo_reference_checks(-1.0)),
+    raises("tolerance", lambda: R.ucpo_reference_checks(NAN)),
+)
+probes(
+    _P + "autoregressive_policy_batch",
+    raises(
+        "vocab",
+        lambda: R.autoregressive_policy_batch([0], vocab=0, length=2, num_prompts=2, hidden=(4,)),
+    ),
+    raises(
+        "seeds",
+        lambda: R.autoregressive_policy_batch([], vocab=3, length=2, num_prompts=2, hidden=(4,)),
+    ),
+)
+probes(
+    _P + "bracket_learning_rate",
+    raises("run_lr", lambda: R.bracket_learning_rate(3, [0.1], factor=2.0, max_extensions=1)),
+    raises(
+        "grid", lambda: R.bracket_learning_rate(lambda lr: {}, [], factor=2.0, max_extensions=1)
+    ),
+)
+probes(
+    _P + "hidden_quality_sequence_program",
+    raises("vocab", lambda: R.hidden_quality_sequence_program(_ZERO, _ZERO, vocab=0, **_SEQ)),
+)
+probes(
+    _P + "judge_calls_per_step",
+    raises(
+        "group_size",
+        lambda: R.judge_calls_per_step(group_size=0, num_anchors=1, length=2, batch_prompts=1),
+    ),
+    raises(
+        "num_anchors",
+        lambda: R.judge_calls_per_step(group_size=2, num_anchors=-1, length=2, batch_prompts=1),
+    ),
+)
+probes(
+    _P + "judged_group_reward",
+    raises(
+        "quality_fn",
+        lambda: R.judged_group_reward(
+            0, 3, _ZERO, jnp.zeros(1), temperature=1.0, position_bias=0.0
+        ),
+    ),
+    raises(
+        "temperature",
+        lambda: R.judged_group_reward(
+            0, _ZERO, _ZERO, jnp.zeros(1), temperature=0.0, position_bias=0.0
+        ),
+    ),
+    raises(
+        "flip_prob",
+        lambda: R.judged_group_reward(
+            0, _ZERO, _ZERO, jnp.zeros(1), temperature=1.0, position_bias=0.0, flip_prob=2.0
+        ),
+    ),
+)
+_ARMS = dict(learning_rate=0.1, temperature=1.0, position_bias=0.0, variance_redraws=1)
+probes(
+    _P + "tournament_bandit_arms",
+    raises("seeds", lambda: R.tournament_bandit_arms(_key(), _ONE_ARM, seeds=0, **_TOY, **_ARMS)),
+    raises("arms", lambda: R.tournament_bandit_arms(_key(), [], seeds=1, **_TOY, **_ARMS)),
+)
+probes(
+    _P + "tournament_bandit_program",
+    raises(
+        "steps",
+        lambda: R.tournament_bandit_program(
+            2, 3, batch_prompts=1, group_size=2, steps=0, max_anchors=1, variance_redraws=1
+        ),
+    ),
+    raises(
+        "num_candidates",
+        lambda: R.tournament_bandit_program(
+            2, 0, batch_prompts=1, group_size=2, steps=1, max_anchors=1, variance_redraws=1
+        ),
+    ),
+)
+probes(
+    _P + "tournament_toy_arms",
+    raises("flips", lambda: R.tournament_toy_arms([1], [2.0])),
+    raises("anchors", lambda: R.tournament_toy_arms([-1], [0.1])),
+)
+probes(
+    _P + "tsrl_reference_checks",
+    raises("num_draws", lambda: R.tsrl_reference_checks(0, tolerance=0.1, variance_rtol=0.1)),
+)
+probes(
+    _P + "tsrl_reference_errors",
+    raises("keys", lambda: R.tsrl_reference_errors(3)),
+)
+_STUDY = dict(lr_grid=[0.1], lr_factor=2.0, max_extensions=1, hidden=(4,), vocab=3, length=2)
+probes(
+    _P + "hidden_quality_sequence_study",
+    raises("rng_key", lambda: R.hidden_quality_sequence_study(3, seeds=1, num_prompts=2, **_STUDY)),
+    raises(
+        "seeds", lambda: R.hidden_quality_sequence_study(_key(), seeds=0, num_prompts=2, **_STUDY)
+    ),
+    raises("sizes", lambda: R.hidden_quality_sequence_study(_key(), seeds=1, **_STUDY)),
+)
