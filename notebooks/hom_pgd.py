@@ -556,8 +556,8 @@ print(f"end to end vs the best of {config.slsqp_starts} SLSQP starts: {best:.1%}
 # map is under-trained, and the optimizer part is measured on that map too). Quick now runs
 # n = 2, m = 3 and n = 10, m = 10, both at the authors' budget; n = 10, m = 100 is the full
 # profile's (at quick it trained 100 of 10,000 steps and decided only its speed part). The quick
-# profile at commit 40be8f6 (34.6 min wall on the shared 2-core CPU at load 15-20, 11.2 min of
-# CPU, most of it the two 10,000-step trainings; verdict **unresolved**):
+# profile at commit 36ded04 (6.8 min wall on the 2-core CPU, 11.3 min of CPU over both cores,
+# most of it the two 10,000-step trainings; verdict **unresolved**):
 #
 # | n, m | steps | end to end | coverage (half budget) | optimizer | parts |
 # |---|---|---|---|---|---|
@@ -568,4 +568,4 @@ print(f"end to end vs the best of {config.slsqp_starts} SLSQP starts: {best:.1%}
 # moved into the library (issue 43). Every end point is feasible. At n = 2 the coverage median
 # is under the gate but its interval over 20 instances still holds 5%; at n = 10, m = 10 both
 # parts pass.
-# Hom-PGD takes 9.6 ms per instance at n = 10, m = 10 against 81.1 ms for multi-start SLSQP.
+# Hom-PGD takes 3.06 ms per instance at n = 10, m = 10 against 35.2 ms for multi-start SLSQP.

@@ -146,7 +146,7 @@ def test_quick_profile_star_toy_feasibility_and_speed_pass(quick_result):
 
 @pytest.mark.slow
 @pytest.mark.xfail(
-    reason="measured at quick (commit 40be8f6), judged by the split parts' rule (issue 41): "
+    reason="measured at quick (commits 40be8f6 and 36ded04), judged by the split parts' rule (issue 41): "
     "(b) n=2 m=3 coverage 4.9% [0.8%, 10.9%] (unresolved: the interval contains the 5% gate), "
     "optimizer 0.00% (pass); (c) n=10 m=10 coverage 2.8% [2.2%, 3.2%] and optimizer 0.00% "
     "(pass); overall unresolved, not pass",
