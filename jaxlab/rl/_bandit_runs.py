@@ -15,8 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxlab._src import validation
-from jaxlab._src.validation import check_positive_int
+from jaxlab._src.validation import check_positive, check_positive_int
 from jaxlab.rl._grpo import group_advantages, grpo
 from jaxlab.rl._problems import (
     TabularPolicy,
@@ -241,7 +240,7 @@ def ucpo_reference_checks(tolerance: float) -> dict[str, Any]:
       >>> ucpo_reference_checks(1.5e-4)["passed"]
       True
     """
-    validation.check_positive(tolerance, "tolerance")
+    check_positive(tolerance, "tolerance")
     rows = list(UCPO_REFERENCE_TABLE)
     labels = jnp.array([[RIGHT] * r + [WRONG] * w + [UNCERTAIN] * u for r, w, u in rows], jnp.int32)
     # Properties: no uncertain rollout -> TAD equals GRPO; NTF masks n_R n_W = 0 exactly.

@@ -20,8 +20,14 @@ import numpy as np
 import optax
 from flax import nnx
 
-from jaxlab._src import validation
-from jaxlab._src.validation import check_callable, check_int, check_positive_int
+from jaxlab._src.validation import (
+    check_callable,
+    check_int,
+    check_int_sequence,
+    check_key,
+    check_positive_int,
+    check_probability,
+)
 from jaxlab.rl._grpo import group_advantages, grpo
 from jaxlab.rl._policy import AutoregressivePolicy, split_policy
 from jaxlab.rl._problems import (
@@ -434,7 +440,7 @@ def tsrl_reference_errors(keys: jax.Array) -> tuple[dict[str, jax.Array], jax.Ar
       >>> max(float(e) for e in errors.values()) < 1e-5, variance.shape
       (True, (3,))
     """
-    validation.check_key(keys, "keys")
+    check_key(keys, "keys")
     if jnp.ndim(keys) != 1:
         raise ValueError(
             f"keys must be a 1-D batch of keys (jax.random.split), got shape {jnp.shape(keys)}"
@@ -457,9 +463,9 @@ def tournament_toy_arms(
       >>> [name for name, *_ in tournament_toy_arms((1, 4), (0.2,))][3:]
       ['tsrl_k1', 'tsrl_k4', 'tsrl_k4_eps0.2', 'single_eps0.2']
     """
-    anchors = validation.check_int_sequence(anchors, "anchors")
+    anchors = check_int_sequence(anchors, "anchors")
     for eps in flips:
-        validation.check_probability(eps, "flips")
+        check_probability(eps, "flips")
     k_max = max(anchors)
     arms = [("pointwise", "pointwise", 0, 0.0), ("single", "single", 0, 0.0)]
     arms += [("round_robin", "round_robin", 0, 0.0)]
@@ -640,7 +646,7 @@ def hidden_quality_sequence_study(
       >>> len(out["grid"]), len(out["held_out"]["quality"])
       (3, 2)
     """
-    validation.check_key(rng_key, "rng_key")
+    check_key(rng_key, "rng_key")
     check_positive_int(seeds, "seeds")
     missing = [k for k in ("vocab", "length", "num_prompts") if k not in sizes]
     if missing:
